@@ -1,0 +1,135 @@
+package raftq_test
+
+import (
+	"go/build"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/raftq/raftq/"
+
+// allowed lists, per package prefix, the raftq packages it may import
+// (its own subpackages and internal/ are always allowed). It encodes the
+// layout table in DESIGN.md; departures are explained there.
+var allowed = map[string][]string{
+	"raftgroup":       {},
+	"partition":       {"raftgroup"},
+	"transport/peer":  {"raftgroup"},
+	"transport/kafka": {},
+	"coordinator":     {"raftgroup", "partition"},
+	"isr":             {"partition", "transport/peer", "coordinator", "raftgroup"},
+	"broker":          {"raftgroup", "partition", "transport", "coordinator", "isr"},
+	"sim":             {"raftgroup", "partition", "coordinator", "broker"},
+	"chaos":           {},
+	"jepsen":          {"chaos"},
+	"cmd":             {"*"},
+}
+
+func TestArchitecture_ImportRules(t *testing.T) {
+	for pkg, imports := range projectImports(t) {
+		rules, ok := ruleFor(pkg)
+		if !ok {
+			continue
+		}
+		for _, imp := range imports {
+			if !permitted(pkg, imp, rules) {
+				t.Errorf("%s imports %s, which DESIGN.md's layout forbids", pkg, imp)
+			}
+		}
+	}
+}
+
+func ruleFor(pkg string) ([]string, bool) {
+	best := ""
+	for prefix := range allowed {
+		if within(pkg, prefix) && len(prefix) > len(best) {
+			best = prefix
+		}
+	}
+	if best == "" {
+		return nil, false
+	}
+	return allowed[best], true
+}
+
+func permitted(pkg, imp string, rules []string) bool {
+	if within(imp, "internal") || within(imp, topOf(pkg)) {
+		return true
+	}
+	for _, r := range rules {
+		if r == "*" {
+			return !within(imp, "cmd")
+		}
+		if within(imp, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func topOf(pkg string) string {
+	for prefix := range allowed {
+		if within(pkg, prefix) && strings.Count(prefix, "/") == 1 {
+			return prefix
+		}
+	}
+	return strings.SplitN(pkg, "/", 2)[0]
+}
+
+func within(pkg, prefix string) bool {
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// projectImports maps each package directory (relative to the module root)
+// to the raftq packages its non-test files import.
+func projectImports(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		p, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no buildable Go files here
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module) {
+				out[filepath.ToSlash(path)] = append(out[filepath.ToSlash(path)], strings.TrimPrefix(imp, module))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestArchitecture_RulesCatchViolations(t *testing.T) {
+	cases := []struct {
+		pkg, imp string
+		ok       bool
+	}{
+		{"raftgroup", "partition", false},
+		{"partition", "raftgroup", true},
+		{"broker", "cmd/raftq", false},
+		{"cmd/raftq", "jepsen", true},
+		{"broker", "jepsen", false},
+		{"broker", "chaos", false},
+		{"jepsen", "chaos", true},
+		{"transport/kafka", "transport/kafka/internal/x", true},
+		{"raftgroup", "internal/logging", true},
+	}
+	for _, c := range cases {
+		rules, _ := ruleFor(c.pkg)
+		if got := permitted(c.pkg, c.imp, rules); got != c.ok {
+			t.Errorf("permitted(%s -> %s) = %v, want %v", c.pkg, c.imp, got, c.ok)
+		}
+	}
+}
