@@ -41,12 +41,12 @@ type StateMachine interface {
 
 	// SnapshotBody returns the bulk data that must reach a follower along
 	// with snap (for a partition, the segment bytes it refers to), or nil.
-	SnapshotBody(snap raftpb.Snapshot) (io.ReadCloser, error)
+	SnapshotBody(snap *raftpb.Snapshot) (io.ReadCloser, error)
 
 	// ReceiveSnapshot stages the bulk data of an incoming snapshot, before
 	// raft sees the snapshot message. Staged data is not live until Restore.
-	ReceiveSnapshot(snap raftpb.Snapshot, body io.Reader) error
+	ReceiveSnapshot(snap *raftpb.Snapshot, body io.Reader) error
 
 	// Restore replaces the state with snap (and any data staged for it).
-	Restore(snap raftpb.Snapshot) error
+	Restore(snap *raftpb.Snapshot) error
 }

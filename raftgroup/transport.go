@@ -9,7 +9,7 @@ import (
 // Envelope is one raft message of one group, as it travels between nodes.
 type Envelope struct {
 	Group uint64
-	Msg   raftpb.Message
+	Msg   *raftpb.Message
 }
 
 // Transport carries a node's raft traffic to its peers. The Host calls it
