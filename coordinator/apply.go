@@ -1,0 +1,211 @@
+package coordinator
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// apply changes s (a private clone) by c. A returned Result.Err is the
+// command's failure, reported to the proposer; s is then discarded.
+func apply(s *State, c *Command) Result {
+	switch {
+	case c.RegisterBroker != nil:
+		return s.registerBroker(c.RegisterBroker)
+	case c.SetAlive != nil:
+		return s.setAlive(c.SetAlive)
+	case c.CreateTopic != nil:
+		return s.createTopic(c.CreateTopic)
+	case c.DeleteTopic != nil:
+		return s.deleteTopic(c.DeleteTopic)
+	case c.CreatePartitions != nil:
+		return s.createPartitions(c.CreatePartitions)
+	case c.AlterConfigs != nil:
+		return s.alterConfigs(c.AlterConfigs)
+	case c.AllocateProducerIDs != nil:
+		return s.allocateProducerIDs(c.AllocateProducerIDs)
+	case len(c.LeaderHints) > 0:
+		return s.leaderHints(c.LeaderHints)
+	}
+	return Result{Err: cmdErr(kerr.InvalidRequest, "empty metadata command")}
+}
+
+func (s *State) registerBroker(b *Broker) Result {
+	if b.ID == 0 {
+		return Result{Err: cmdErr(kerr.InvalidRequest, "broker id 0 is reserved")}
+	}
+	nb := *b
+	nb.Alive = true
+	s.Brokers[b.ID] = &nb
+	return Result{}
+}
+
+func (s *State) setAlive(a *SetAlive) Result {
+	b, ok := s.Brokers[a.ID]
+	if !ok {
+		return Result{Err: cmdErr(kerr.BrokerNotAvailable, "broker %d is not registered", a.ID)}
+	}
+	nb := *b
+	nb.Alive = a.Alive
+	s.Brokers[a.ID] = &nb
+	return Result{}
+}
+
+func (s *State) createTopic(c *CreateTopic) Result {
+	if err := ValidateTopicName(c.Name); err != nil {
+		return Result{Err: err}
+	}
+	if _, ok := s.Topics[c.Name]; ok {
+		return Result{Err: cmdErr(kerr.TopicAlreadyExists, "topic %q already exists", c.Name)}
+	}
+	if _, ok := s.TopicByID(c.ID); ok || c.ID == ([16]byte{}) {
+		return Result{Err: cmdErr(kerr.InvalidRequest, "topic id %x is zero or taken", c.ID)}
+	}
+	if err := ValidateTopicConfigs(c.Configs); err != nil {
+		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
+	}
+	t := &Topic{Name: c.Name, ID: c.ID, Internal: c.Internal, Configs: maps.Clone(c.Configs)}
+	if err := s.addPartitions(t, c.Partitions, int(c.ReplicationFactor), c.Assignment); err != nil {
+		return Result{Err: err}
+	}
+	s.Topics[t.Name] = t
+	return Result{Topic: t}
+}
+
+// addPartitions grows t to count partitions, placing new ones by assignment
+// or by the placement policy, and allocating their raft groups.
+func (s *State) addPartitions(t *Topic, count int32, rf int, assignment [][]uint64) error {
+	have := int32(len(t.Partitions))
+	if count <= have || count > maxPartitions {
+		return cmdErr(kerr.InvalidPartitions, "partition count %d must exceed %d and be at most %d", count, have, maxPartitions)
+	}
+	if assignment != nil && len(assignment) != int(count-have) {
+		return cmdErr(kerr.InvalidReplicaAssignment, "%d assignments for %d new partitions", len(assignment), count-have)
+	}
+	placer := newPlacer(s)
+	for i := have; i < count; i++ {
+		var replicas []uint64
+		var err error
+		if assignment != nil {
+			replicas, err = s.checkAssignment(assignment[i-have])
+		} else {
+			replicas, err = placer.place(rf)
+		}
+		if err != nil {
+			return err
+		}
+		placer.count(replicas)
+		t.Partitions = append(t.Partitions, Partition{Index: i, Group: s.NextGroup, Replicas: replicas})
+		s.NextGroup++
+	}
+	return nil
+}
+
+const maxPartitions = 100_000
+
+func (s *State) checkAssignment(replicas []uint64) ([]uint64, error) {
+	if len(replicas) == 0 {
+		return nil, cmdErr(kerr.InvalidReplicaAssignment, "empty replica list")
+	}
+	seen := map[uint64]bool{}
+	for _, r := range replicas {
+		if _, ok := s.Brokers[r]; !ok || seen[r] {
+			return nil, cmdErr(kerr.InvalidReplicaAssignment, "replica %d is unknown or repeated", r)
+		}
+		seen[r] = true
+	}
+	return slices.Clone(replicas), nil
+}
+
+func (s *State) deleteTopic(c *DeleteTopic) Result {
+	t, ok := s.Topics[c.Name]
+	if !ok {
+		return Result{Err: cmdErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", c.Name)}
+	}
+	if t.Internal {
+		return Result{Err: cmdErr(kerr.TopicAuthorizationFailed, "topic %q is internal", c.Name)}
+	}
+	delete(s.Topics, c.Name)
+	return Result{Topic: t}
+}
+
+func (s *State) createPartitions(c *CreatePartitions) Result {
+	old, ok := s.Topics[c.Name]
+	if !ok {
+		return Result{Err: cmdErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", c.Name)}
+	}
+	t := old.copy()
+	if err := s.addPartitions(t, c.Count, old.ReplicationFactor(), nil); err != nil {
+		return Result{Err: err}
+	}
+	s.Topics[t.Name] = t
+	return Result{Topic: t}
+}
+
+func (s *State) alterConfigs(c *AlterConfigs) Result {
+	old, ok := s.Topics[c.Name]
+	if !ok {
+		return Result{Err: cmdErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", c.Name)}
+	}
+	t := old.copy()
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	maps.Copy(t.Configs, c.Set)
+	for _, k := range c.Delete {
+		delete(t.Configs, k)
+	}
+	if err := ValidateTopicConfigs(t.Configs); err != nil {
+		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
+	}
+	if old.Config("replication.mode") != t.Config("replication.mode") {
+		return Result{Err: cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation")}
+	}
+	s.Topics[t.Name] = t
+	return Result{Topic: t}
+}
+
+func (s *State) allocateProducerIDs(a *AllocateProducerIDs) Result {
+	if a.Count <= 0 || a.Count > 1<<20 {
+		return Result{Err: cmdErr(kerr.InvalidRequest, "producer id block of %d", a.Count)}
+	}
+	start := s.NextProducerID
+	s.NextProducerID += a.Count
+	return Result{ProducerIDStart: start}
+}
+
+func (s *State) leaderHints(hints []LeaderHint) Result {
+	for _, h := range hints {
+		ref, ok := s.PartitionByGroup(h.Group)
+		if !ok || h.Term <= ref.Partition.LeaderTerm || !ref.Partition.HasReplica(h.Leader) {
+			continue // stale, or the topic is gone
+		}
+		t := ref.Topic.copy()
+		p := &t.Partitions[ref.Partition.Index]
+		p.Leader, p.LeaderTerm = h.Leader, h.Term
+		s.Topics[t.Name] = t
+	}
+	return Result{}
+}
+
+// copy returns a copy of t that may be changed without touching t.
+func (t *Topic) copy() *Topic {
+	c := *t
+	c.Configs = maps.Clone(t.Configs)
+	c.Partitions = slices.Clone(t.Partitions)
+	return &c
+}
+
+// ValidateTopicName applies Kafka's topic naming rules.
+func ValidateTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 249 {
+		return cmdErr(kerr.InvalidTopicException, "topic name %q is empty, '.', '..' or longer than 249", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return cmdErr(kerr.InvalidTopicException, "topic name %q has %q; use [a-zA-Z0-9._-]", name, r)
+		}
+	}
+	return nil
+}

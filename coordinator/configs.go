@@ -1,0 +1,110 @@
+package coordinator
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// ConfigDef describes one topic config key raftq understands.
+type ConfigDef struct {
+	Name    string
+	Default string
+	Doc     string
+	check   func(string) error
+}
+
+// Replication modes for the replication.mode topic config.
+const (
+	ModeRaft = "raft"
+	ModeISR  = "isr"
+)
+
+// topicConfigDefs is a constant table, built once.
+var topicConfigDefs = buildTopicConfigs()
+
+func buildTopicConfigs() map[string]ConfigDef {
+	defs := map[string]ConfigDef{}
+	defineConfig := func(name, def, doc string, check func(string) error) {
+		defs[name] = ConfigDef{Name: name, Default: def, Doc: doc, check: check}
+	}
+	defineConfig("cleanup.policy", "delete", "only delete is supported", oneOf("delete"))
+	defineConfig("retention.ms", "604800000", "time to keep a segment; -1 keeps forever", intAtLeast(-1))
+	defineConfig("retention.bytes", "-1", "size to keep per partition; -1 keeps all", intAtLeast(-1))
+	defineConfig("segment.bytes", "1073741824", "segment size before a roll", intAtLeast(14))
+	defineConfig("segment.ms", "604800000", "segment age before a roll", intAtLeast(1))
+	defineConfig("max.message.bytes", "1048588", "largest record batch accepted", intAtLeast(0))
+	defineConfig("index.interval.bytes", "4096", "bytes between sparse index entries", intAtLeast(0))
+	defineConfig("message.timestamp.type", "CreateTime", "only CreateTime is supported", oneOf("CreateTime"))
+	defineConfig("compression.type", "producer", "batches are stored as produced", oneOf("producer"))
+	defineConfig("min.insync.replicas", "1", "isr mode: replicas that must ack acks=all", intAtLeast(1))
+	defineConfig("unclean.leader.election.enable", "false", "isr mode: elect out-of-sync replicas", oneOf("true", "false"))
+	defineConfig("replication.mode", ModeRaft, "raft (each partition a raft group) or isr (Kafka-style)", oneOf(ModeRaft, ModeISR))
+	return defs
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(v string) error {
+		for _, ok := range vals {
+			if v == ok {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %v", vals)
+	}
+}
+
+func intAtLeast(min int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < min {
+			return fmt.Errorf("must be at least %d", min)
+		}
+		return nil
+	}
+}
+
+// TopicConfigDefs lists every topic config key raftq understands, sorted.
+func TopicConfigDefs() []ConfigDef {
+	out := make([]ConfigDef, 0, len(topicConfigDefs))
+	for _, d := range topicConfigDefs {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ValidateTopicConfigs checks keys and values, returning an error that names
+// the first bad one.
+func ValidateTopicConfigs(cfgs map[string]string) error {
+	keys := make([]string, 0, len(cfgs))
+	for k := range cfgs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d, ok := topicConfigDefs[k]
+		if !ok {
+			return fmt.Errorf("unknown topic config %q", k)
+		}
+		if err := d.check(cfgs[k]); err != nil {
+			return fmt.Errorf("topic config %s: %w", k, err)
+		}
+	}
+	if cfgs["replication.mode"] == ModeISR {
+		return fmt.Errorf("topic config replication.mode: %q is reserved and not implemented yet", ModeISR)
+	}
+	return nil
+}
+
+// ConfigInt returns an integer config of t (its default if unset or bad).
+func (t *Topic) ConfigInt(key string) int64 {
+	n, err := strconv.ParseInt(t.Config(key), 10, 64)
+	if err != nil {
+		n, _ = strconv.ParseInt(topicConfigDefs[key].Default, 10, 64)
+	}
+	return n
+}

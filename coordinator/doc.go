@@ -1,0 +1,27 @@
+// Package coordinator holds the cluster metadata that raft group 0 agrees
+// on, and turns it into work on every node.
+//
+// The metadata state machine (Metadata) records broker registrations and
+// liveness, topics with their partition→replica placement and configs,
+// producer-id blocks, and per-partition leadership hints. Commands are small
+// JSON documents proposed to group 0; applying one is a pure function of the
+// current state and the command, so every replica of group 0 reaches the
+// same state. Placement (which brokers host a new partition) is computed at
+// apply time from that state, so a CreateTopics sent to any node lands the
+// same way everywhere.
+//
+// The metadata is small, so it lives in memory and is rebuilt on restart
+// from group 0's raft snapshot plus the WAL after it. That is a departure
+// from the shared design's badger store for group 0; consumer offsets (which
+// can be large) are another matter.
+//
+// Group 0 never chooses partition leaders in raft mode. A node that becomes
+// leader of a partition's raft group proposes a leadership hint, which
+// Metadata keeps per partition with the highest term seen; Kafka Metadata
+// responses are built from these hints, and clients retry on a stale one as
+// they do with Kafka.
+//
+// Goroutines: Metadata's Apply, Snapshot and Restore run on group 0's
+// goroutine; readers take a consistent copy with View, which is guarded by
+// Metadata.mu (a leaf lock).
+package coordinator

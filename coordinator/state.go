@@ -1,0 +1,164 @@
+package coordinator
+
+import (
+	"slices"
+	"sort"
+)
+
+// MetadataGroup is the raft group id of the cluster metadata group.
+const MetadataGroup uint64 = 0
+
+// Broker is one registered node.
+type Broker struct {
+	ID        uint64 `json:"id"`
+	KafkaAddr string `json:"kafka_addr"` // advertised host:port for Kafka clients
+	PeerAddr  string `json:"peer_addr"`
+	AdminAddr string `json:"admin_addr"`
+	Rack      string `json:"rack,omitempty"`
+	// Alive is decided by the metadata leader from raft liveness and
+	// replicated, so every node agrees on whom to place replicas on.
+	Alive bool `json:"alive"`
+}
+
+// Partition is one partition of a topic and the raft group that replicates it.
+type Partition struct {
+	Index    int32    `json:"index"`
+	Group    uint64   `json:"group"`
+	Replicas []uint64 `json:"replicas"` // the first is the preferred leader
+	// Leader and LeaderTerm are the newest leadership hint: the node that
+	// last reported winning an election for Group, and its raft term.
+	Leader     uint64 `json:"leader,omitempty"`
+	LeaderTerm uint64 `json:"leader_term,omitempty"`
+}
+
+// HasReplica reports whether node hosts a replica of p.
+func (p *Partition) HasReplica(node uint64) bool {
+	return slices.Contains(p.Replicas, node)
+}
+
+// Topic is a topic's placement and configuration. A *Topic reachable from a
+// published State is never modified; changes copy it.
+type Topic struct {
+	Name       string            `json:"name"`
+	ID         [16]byte          `json:"id"`
+	Internal   bool              `json:"internal,omitempty"`
+	Configs    map[string]string `json:"configs,omitempty"` // only values set explicitly
+	Partitions []Partition       `json:"partitions"`
+}
+
+// Config returns the topic's value for a config key, falling back to the
+// default in TopicConfigs.
+func (t *Topic) Config(key string) string {
+	if v, ok := t.Configs[key]; ok {
+		return v
+	}
+	if d, ok := topicConfigDefs[key]; ok {
+		return d.Default
+	}
+	return ""
+}
+
+// ReplicationFactor is the number of replicas of the topic's partitions.
+func (t *Topic) ReplicationFactor() int {
+	if len(t.Partitions) == 0 {
+		return 0
+	}
+	return len(t.Partitions[0].Replicas)
+}
+
+// State is the whole cluster metadata at one applied index. A published
+// *State is immutable; Apply produces a new one.
+type State struct {
+	// Index is the raft index of the last applied entry that changed state.
+	Index          uint64             `json:"index"`
+	Brokers        map[uint64]*Broker `json:"brokers"`
+	Topics         map[string]*Topic  `json:"topics"`
+	NextGroup      uint64             `json:"next_group"`
+	NextProducerID int64              `json:"next_producer_id"`
+}
+
+func newState() *State {
+	return &State{
+		Brokers:   map[uint64]*Broker{},
+		Topics:    map[string]*Topic{},
+		NextGroup: MetadataGroup + 1,
+	}
+}
+
+// clone copies the maps of s; the values they point to are shared and
+// treated as immutable.
+func (s *State) clone() *State {
+	c := *s
+	c.Brokers = make(map[uint64]*Broker, len(s.Brokers))
+	for k, v := range s.Brokers {
+		c.Brokers[k] = v
+	}
+	c.Topics = make(map[string]*Topic, len(s.Topics))
+	for k, v := range s.Topics {
+		c.Topics[k] = v
+	}
+	return &c
+}
+
+// BrokerIDs returns the ids of all registered brokers, sorted.
+func (s *State) BrokerIDs() []uint64 {
+	ids := make([]uint64, 0, len(s.Brokers))
+	for id := range s.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TopicNames returns all topic names, sorted.
+func (s *State) TopicNames() []string {
+	names := make([]string, 0, len(s.Topics))
+	for n := range s.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PartitionRef names one partition in State.
+type PartitionRef struct {
+	Topic     *Topic
+	Partition *Partition
+}
+
+// PartitionsOf returns every partition with a replica on node, in topic and
+// index order.
+func (s *State) PartitionsOf(node uint64) []PartitionRef {
+	var out []PartitionRef
+	for _, name := range s.TopicNames() {
+		t := s.Topics[name]
+		for i := range t.Partitions {
+			if t.Partitions[i].HasReplica(node) {
+				out = append(out, PartitionRef{t, &t.Partitions[i]})
+			}
+		}
+	}
+	return out
+}
+
+// TopicByID finds a topic by its id.
+func (s *State) TopicByID(id [16]byte) (*Topic, bool) {
+	for _, t := range s.Topics {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// PartitionByGroup finds the partition replicated by raft group g.
+func (s *State) PartitionByGroup(g uint64) (PartitionRef, bool) {
+	for _, t := range s.Topics {
+		for i := range t.Partitions {
+			if t.Partitions[i].Group == g {
+				return PartitionRef{t, &t.Partitions[i]}, true
+			}
+		}
+	}
+	return PartitionRef{}, false
+}
