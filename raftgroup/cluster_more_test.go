@@ -1,0 +1,281 @@
+package raftgroup
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+func TestCluster_SnapshotInstall(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, func(cfg *Config) {
+		cfg.SnapshotEntries = 20
+		cfg.SnapshotCatchUpEntries = 5
+	})
+	l := c.leader(1)
+	for _, d := range seq("a", 0, 10) {
+		c.propose(l, d)
+	}
+	f := l.node%3 + 1
+	c.converged(1, seq("a", 0, 10), f)
+	c.stop(f)
+	for _, d := range seq("b", 0, 100) {
+		c.propose(l, d)
+	}
+	eventually(t, "the leader to compact past the stopped follower", func() bool {
+		first, _ := l.mem.FirstIndex()
+		return first > 20
+	})
+	c.restart(f, 1)
+	want := append(seq("a", 0, 10), seq("b", 0, 100)...)
+	c.converged(1, want, 1, 2, 3)
+
+	sm := c.sm(f, 1)
+	sm.mu.Lock()
+	restores, staged := sm.restores, len(sm.staged)
+	sm.mu.Unlock()
+	if restores == 0 || staged == 0 {
+		t.Fatalf("follower restores=%d staged=%d: caught up without a snapshot", restores, staged)
+	}
+	var found bool
+	for idx := range sm.staged {
+		if got := sm.stagedBody(idx); string(got) == string(snapBody(idx)) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no staged snapshot body matches what the leader's state machine sent")
+	}
+	if got := l.host.Metrics().SnapshotsSent; got == 0 {
+		t.Error("leader sent no snapshot through Transport.SendSnapshot")
+	}
+}
+
+func confChange(changes ...*raftpb.ConfChangeSingle) *raftpb.ConfChangeV2 {
+	return &raftpb.ConfChangeV2{Changes: changes}
+}
+
+func change(typ raftpb.ConfChangeType, id uint64) *raftpb.ConfChangeSingle {
+	return &raftpb.ConfChangeSingle{Type: typ.Enum(), NodeId: new(id)}
+}
+
+func (c *cluster) confChange(cc *raftpb.ConfChangeV2) *raftpb.ConfState {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		l := c.leader(1)
+		p, err := l.ProposeConfChange(ctx, cc)
+		if err == nil {
+			var res Result
+			if res, err = p.Wait(ctx); err == nil {
+				return res.Value.(*raftpb.ConfState)
+			}
+		}
+		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrProposalDropped) && !errors.Is(err, ErrProposalLost) {
+			c.t.Fatalf("conf change: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // raft refuses a change while one is pending; retry shortly
+	}
+}
+
+func (c *cluster) waitConf(nodes []uint64, voters []uint64) {
+	c.t.Helper()
+	for _, id := range nodes {
+		eventually(c.t, "configuration to settle", func() bool {
+			s := c.host(id).Group(1).Status()
+			return slices.Equal(s.Voters, voters) && len(s.VotersOutgoing) == 0 && len(s.Learners) == 0
+		})
+	}
+}
+
+func TestCluster_MembershipChange3to5to3(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, nil)
+	c.propose(c.leader(1), "three")
+	for _, id := range []uint64{4, 5} {
+		c.start(id)
+		c.createGroup(id, 1, GroupConfig{ID: 1, Join: true})
+	}
+
+	// Learners first: they catch up without counting toward quorum.
+	cs := c.confChange(confChange(change(raftpb.ConfChangeAddLearnerNode, 4), change(raftpb.ConfChangeAddLearnerNode, 5)))
+	if got := sortedCopy(cs.GetLearners()); !slices.Equal(got, []uint64{4, 5}) {
+		t.Fatalf("learners = %v, want [4 5]", got)
+	}
+	c.converged(1, []string{"three"}, 4, 5)
+
+	// Promote both at once: a joint configuration, left automatically.
+	cs = c.confChange(confChange(change(raftpb.ConfChangeAddNode, 4), change(raftpb.ConfChangeAddNode, 5)))
+	if len(cs.GetVotersOutgoing()) == 0 {
+		t.Fatalf("promoting two voters did not enter a joint configuration: %v", cs)
+	}
+	all := []uint64{1, 2, 3, 4, 5}
+	c.waitConf(all, all)
+	c.propose(c.leader(1), "five")
+	c.converged(1, []string{"three", "five"}, all...)
+
+	// Back to three, removing the leader and one other node jointly.
+	l := c.leader(1).node
+	other := uint64(1)
+	if other == l {
+		other = 2
+	}
+	c.confChange(confChange(change(raftpb.ConfChangeRemoveNode, l), change(raftpb.ConfChangeRemoveNode, other)))
+	var rest []uint64
+	for _, id := range all {
+		if id != l && id != other {
+			rest = append(rest, id)
+		}
+	}
+	c.waitConf(rest, rest)
+	// The removed leader applies the final configuration just after the
+	// others learn its commit; then it steps down (StepDownOnRemoval).
+	var nl *Group
+	eventually(t, "a leader among the remaining nodes", func() bool {
+		nl = c.leader(1)
+		return nl.node != l && nl.node != other
+	})
+	for _, id := range []uint64{l, other} {
+		if err := c.host(id).RemoveGroup(1, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.propose(nl, "three again")
+	c.converged(1, []string{"three", "five", "three again"}, rest...)
+}
+
+func (c *cluster) rafTicks() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n uint64
+	for _, h := range c.hosts {
+		n += h.Metrics().Ticks
+	}
+	return n
+}
+
+func TestHost_QuiesceAndWake(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, func(cfg *Config) {
+		cfg.QuiesceAfterTicks = 5
+		cfg.KeepaliveTicks = 2
+		cfg.PeerTimeoutTicks = 50
+	})
+	l := c.leader(1)
+	c.propose(l, "x")
+	allQuiesced := func() bool {
+		for id := uint64(1); id <= 3; id++ {
+			if h := c.host(id); h != nil && !h.Group(1).Status().Quiesced {
+				return false
+			}
+		}
+		return true
+	}
+	eventually(t, "all replicas to quiesce", allQuiesced)
+
+	// Over 30 host ticks, an idle quiesced group ticks raft (almost) never;
+	// awake, its three replicas would tick 90 times.
+	before, t0 := c.rafTicks(), l.host.ticks.Load()
+	eventually(t, "30 host ticks", func() bool { return l.host.ticks.Load() >= t0+30 })
+	if got := c.rafTicks() - before; got >= 30 {
+		t.Fatalf("quiesced group ticked raft %d times in 30 host ticks", got)
+	}
+
+	// A proposal wakes it; it commits everywhere and quiesces again.
+	c.propose(l, "y")
+	c.converged(1, []string{"x", "y"}, 1, 2, 3)
+	eventually(t, "all replicas to quiesce again", allQuiesced)
+
+	// The leader dies while quiesced: the followers' hosts stop hearing
+	// its keepalives, wake the group, and elect a new leader.
+	old := l.node
+	c.stop(old)
+	nl := c.leader(1)
+	if nl.node == old {
+		t.Fatal("dead node still leads")
+	}
+	c.propose(nl, "z")
+	var live []uint64
+	for id := uint64(1); id <= 3; id++ {
+		if id != old {
+			live = append(live, id)
+		}
+	}
+	c.converged(1, []string{"x", "y", "z"}, live...)
+}
+
+// failingStorage wraps a real DiskStorage and fails every write once
+// armed, counting writes attempted after the failure.
+type failingStorage struct {
+	Storage
+	armed      atomic.Bool
+	afterFault atomic.Int32
+}
+
+var errDiskFull = errors.New("injected: no space left on device")
+
+func (f *failingStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
+	if f.armed.Load() {
+		f.afterFault.Add(1)
+		return errDiskFull
+	}
+	return f.Storage.Save(hs, ents, sync)
+}
+
+func TestHost_WALSaveErrorStopsNode(t *testing.T) {
+	stores := map[uint64]*failingStorage{}
+	var c *cluster
+	c = newCluster(t, 3, nil, func(cfg *Config) {
+		node, fsync := cfg.NodeID, cfg.Fsync
+		cfg.NewStorage = func(group uint64, dir string) (Storage, error) {
+			ds, err := OpenDiskStorage(dir, node, group, fsync, nil)
+			if err != nil {
+				return nil, err
+			}
+			fs := &failingStorage{Storage: ds}
+			stores[node] = fs
+			return fs, nil
+		}
+	})
+	for id := uint64(1); id <= 3; id++ {
+		c.createGroup(id, 1, GroupConfig{ID: 1, Peers: []uint64{1, 2, 3}})
+	}
+	l := c.leader(1)
+	c.propose(l, "ok")
+	stores[l.node].armed.Store(true)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The next save fails, whatever it carries (this proposal, or a commit
+	// index a heartbeat brought first): either way the proposal must end
+	// with ErrStopped.
+	p, err := l.Propose(ctx, []byte("doomed"))
+	if err == nil {
+		_, err = p.Wait(ctx)
+	}
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("proposal on a node whose WAL failed: err = %v, want ErrStopped", err)
+	}
+	eventually(t, "the fatal handler", func() bool { return len(c.fatalErrors()) > 0 })
+	fatals := c.fatalErrors()
+	var fe *FatalError
+	if len(fatals) != 1 || !errors.As(fatals[0], &fe) || !errors.Is(fatals[0], errDiskFull) || fe.Op != "save entries" {
+		t.Fatalf("fatal handler got %v, want one save-entries FatalError wrapping the disk error", fatals)
+	}
+	if !l.Status().Stopped {
+		t.Error("group status does not say stopped")
+	}
+	if _, err := l.Propose(ctx, []byte("more")); !errors.Is(err, ErrStopped) {
+		t.Errorf("propose after fatal: err = %v, want ErrStopped", err)
+	}
+	// Nothing more is written after the failed save, however long raft
+	// keeps being ticked and messaged.
+	t0 := l.host.ticks.Load()
+	eventually(t, "20 host ticks", func() bool { return l.host.ticks.Load() >= t0+20 })
+	if n := stores[l.node].afterFault.Load(); n != 1 {
+		t.Errorf("%d saves attempted after the fault, want exactly the failing one", n)
+	}
+}

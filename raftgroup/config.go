@@ -1,0 +1,183 @@
+package raftgroup
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// FsyncPolicy says whether WAL writes are fsynced when raft asks.
+type FsyncPolicy int
+
+const (
+	// FsyncAlways fsyncs whenever raft says MustSync: raft's own safety
+	// assumption, and the default.
+	FsyncAlways FsyncPolicy = iota
+	// FsyncNever never fsyncs the WAL (etcd's SetUnsafeNoFsync). It exists
+	// for research runs that measure what is lost without it.
+	FsyncNever
+)
+
+func (p FsyncPolicy) String() string {
+	if p == FsyncNever {
+		return "never"
+	}
+	return "always"
+}
+
+// HostGroupID is reserved: envelopes for it are node-to-node keepalives
+// that the Host itself sends and consumes (see doc.go, quiescence).
+const HostGroupID = ^uint64(0)
+
+// Config configures a Host and every group it runs.
+type Config struct {
+	// NodeID is this node's raft id, non-zero and unique in the cluster.
+	NodeID uint64
+	// DataDir holds group data under DataDir/raft/<group-id>/{wal,snap}.
+	// Required unless NewStorage is set.
+	DataDir string
+	// Transport carries outbound traffic. Required.
+	Transport Transport
+
+	// TickInterval is the wall-clock length of one raft tick (ignored when
+	// Manual is set: the caller ticks).
+	TickInterval time.Duration
+	// ElectionTicks and HeartbeatTicks are raft's timeouts, in ticks.
+	ElectionTicks  int
+	HeartbeatTicks int
+
+	// QuiesceAfterTicks is how long a leader waits with nothing to do and
+	// every follower caught up before it stops heartbeating the group.
+	// 0 disables quiescence.
+	QuiesceAfterTicks int
+	// KeepaliveTicks is how often the Host sends each peer node a
+	// node-level keepalive; PeerTimeoutTicks is how long without any traffic
+	// from a peer before the Host wakes the quiesced groups it is in.
+	KeepaliveTicks   int
+	PeerTimeoutTicks int
+
+	// Raft flow control; see raft.Config.
+	MaxSizePerMsg             uint64
+	MaxInflightMsgs           int
+	MaxUncommittedEntriesSize uint64
+	MaxCommittedSizePerReady  uint64
+
+	// SnapshotEntries is how many applied entries trigger a snapshot and
+	// log compaction; SnapshotCatchUpEntries is how many entries are kept
+	// behind a snapshot for slow followers.
+	SnapshotEntries        uint64
+	SnapshotCatchUpEntries uint64
+
+	// Fsync is the WAL fsync policy of the default disk storage.
+	Fsync FsyncPolicy
+
+	// Bounded queues: per group (proposals, inbound messages) and per
+	// destination node (outbound messages).
+	MaxQueuedProposals  int
+	MaxInboundMessages  int
+	MaxOutboundMessages int
+
+	// NewStorage opens a group's durable storage in dir. nil means the etcd
+	// WAL and snapshotter (OpenDiskStorage). sim/ injects in-memory storage.
+	NewStorage func(group uint64, dir string) (Storage, error)
+	// Fatal is called once when a group hits a storage or state-machine
+	// error after which the node must not carry on. nil means log and
+	// os.Exit(1). The group has stopped when Fatal is called.
+	Fatal func(error)
+	// Manual runs no goroutines: the caller drives the Host with Tick and
+	// Process from one goroutine (the simulator).
+	Manual bool
+
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with tuned defaults; NodeID, DataDir and
+// Transport remain to be set.
+func DefaultConfig() Config {
+	return Config{
+		TickInterval:              100 * time.Millisecond,
+		ElectionTicks:             10,
+		HeartbeatTicks:            1,
+		QuiesceAfterTicks:         20,
+		KeepaliveTicks:            3,
+		PeerTimeoutTicks:          10,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 64 << 20,
+		MaxCommittedSizePerReady:  8 << 20,
+		SnapshotEntries:           10000,
+		SnapshotCatchUpEntries:    5000,
+		MaxQueuedProposals:        8192,
+		MaxInboundMessages:        4096,
+		MaxOutboundMessages:       16384,
+	}
+}
+
+// Validate reports the first problem with c.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == 0 || c.NodeID == HostGroupID:
+		return errors.New("raftgroup: config: NodeID must be non-zero")
+	case c.Transport == nil:
+		return errors.New("raftgroup: config: Transport is required")
+	case c.DataDir == "" && c.NewStorage == nil:
+		return errors.New("raftgroup: config: DataDir is required")
+	case !c.Manual && c.TickInterval <= 0:
+		return fmt.Errorf("raftgroup: config: TickInterval %s must be positive", c.TickInterval)
+	case c.HeartbeatTicks <= 0 || c.ElectionTicks <= c.HeartbeatTicks:
+		return fmt.Errorf("raftgroup: config: need 0 < HeartbeatTicks (%d) < ElectionTicks (%d)", c.HeartbeatTicks, c.ElectionTicks)
+	case c.QuiesceAfterTicks < 0:
+		return errors.New("raftgroup: config: QuiesceAfterTicks must not be negative")
+	case c.QuiesceAfterTicks > 0 && (c.KeepaliveTicks <= 0 || c.PeerTimeoutTicks <= c.KeepaliveTicks):
+		return fmt.Errorf("raftgroup: config: need 0 < KeepaliveTicks (%d) < PeerTimeoutTicks (%d)", c.KeepaliveTicks, c.PeerTimeoutTicks)
+	case c.MaxSizePerMsg == 0 || c.MaxInflightMsgs <= 0 || c.MaxUncommittedEntriesSize == 0:
+		return errors.New("raftgroup: config: raft flow-control limits must be positive")
+	case c.SnapshotEntries == 0:
+		return errors.New("raftgroup: config: SnapshotEntries must be positive")
+	case c.MaxQueuedProposals <= 0 || c.MaxInboundMessages <= 0 || c.MaxOutboundMessages <= 0:
+		return errors.New("raftgroup: config: queue bounds must be positive")
+	case c.Fsync != FsyncAlways && c.Fsync != FsyncNever:
+		return fmt.Errorf("raftgroup: config: unknown fsync policy %d", c.Fsync)
+	}
+	return nil
+}
+
+// GroupConfig describes one group to create on a Host.
+type GroupConfig struct {
+	// ID names the group (a partition, or 0 for cluster metadata).
+	ID uint64
+	// Peers are the initial voters of a brand-new group, this node
+	// included. Every initial member must be given the same list. Ignored
+	// when the group's storage already holds state.
+	Peers []uint64
+	// Join starts a brand-new replica empty, to be added by a conf change
+	// on the existing members; Peers must then be empty.
+	Join bool
+	// StateMachine receives committed entries. Required.
+	StateMachine StateMachine
+}
+
+// Validate reports the first problem with g for a host whose node is node.
+func (g *GroupConfig) Validate(node uint64) error {
+	switch {
+	case g.ID == HostGroupID:
+		return fmt.Errorf("raftgroup: group config: id %d is reserved", g.ID)
+	case g.StateMachine == nil:
+		return fmt.Errorf("raftgroup: group %d: StateMachine is required", g.ID)
+	case g.Join && len(g.Peers) > 0:
+		return fmt.Errorf("raftgroup: group %d: Join and Peers are exclusive", g.ID)
+	case !g.Join && !containsID(g.Peers, node):
+		return fmt.Errorf("raftgroup: group %d: Peers %v must include this node %d", g.ID, g.Peers, node)
+	}
+	return nil
+}
+
+func containsID(ids []uint64, id uint64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

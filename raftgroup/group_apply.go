@@ -1,0 +1,214 @@
+package raftgroup
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrOutcomeUnknown means a snapshot from the leader replaced this
+// node's log over the proposal's entry: it may or may not have committed.
+var ErrOutcomeUnknown = errors.New("raftgroup: proposal outcome unknown (log replaced by a snapshot)")
+
+// restore installs a snapshot received from the leader into the state
+// machine (which staged its bulk data in ReceiveSnapshot), then lets the
+// storage drop what the snapshot covers.
+func (g *Group) restore(snap *raftpb.Snapshot) bool {
+	md := snap.GetMetadata()
+	if err := g.sm.Restore(snap); err != nil {
+		g.fatal("restore snapshot", err)
+		return false
+	}
+	g.failFrom(0, ErrOutcomeUnknown)
+	g.applied, g.snapIndex = md.GetIndex(), md.GetIndex()
+	g.smApplied = max(g.smApplied, md.GetIndex())
+	g.setConf(raftpb.EnsureConfState(md.GetConfState()))
+	if err := g.storage.Release(snap); err != nil {
+		g.fatal("release storage", err)
+		return false
+	}
+	g.resolveReads()
+	return true
+}
+
+func (g *Group) applyCommitted(ents []*raftpb.Entry) bool {
+	for _, e := range ents {
+		if e.GetIndex() <= g.applied {
+			continue
+		}
+		var ok bool
+		switch e.GetType() {
+		case raftpb.EntryNormal:
+			ok = g.applyNormal(e)
+		case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
+			ok = g.applyConfChange(e)
+		default:
+			g.fatal("apply", fmt.Errorf("entry %d: unknown type %d", e.GetIndex(), e.GetType()))
+		}
+		if !ok {
+			return false
+		}
+		g.applied = e.GetIndex()
+	}
+	g.metrics.applied.Add(uint64(len(ents)))
+	g.resolveReads()
+	return true
+}
+
+func (g *Group) applyNormal(e *raftpb.Entry) bool {
+	o, payload, err := unframe(e.GetData())
+	if err != nil {
+		g.fatal("apply", fmt.Errorf("entry %d: %w", e.GetIndex(), err))
+		return false
+	}
+	var value any
+	if e.GetIndex() > g.smApplied {
+		value, err = g.sm.Apply(Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: payload})
+		if err != nil {
+			g.fatal("apply", fmt.Errorf("entry %d: %w", e.GetIndex(), err))
+			return false
+		}
+		g.metrics.appliedBytes.Add(uint64(len(payload)))
+	}
+	g.resolve(e, o, value)
+	return true
+}
+
+func (g *Group) applyConfChange(e *raftpb.Entry) bool {
+	var cc raftpb.ConfChangeI
+	var ctx []byte
+	if e.GetType() == raftpb.EntryConfChange {
+		var c raftpb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &c); err != nil {
+			g.fatal("apply", fmt.Errorf("conf change %d: %w", e.GetIndex(), err))
+			return false
+		}
+		cc = &c
+	} else {
+		var c raftpb.ConfChangeV2
+		if err := proto.Unmarshal(e.GetData(), &c); err != nil {
+			g.fatal("apply", fmt.Errorf("conf change %d: %w", e.GetIndex(), err))
+			return false
+		}
+		cc, ctx = &c, c.GetContext()
+	}
+	cs := g.raw.ApplyConfChange(cc)
+	g.setConf(cs)
+	g.log.Info("configuration changed", "index", e.GetIndex(), "conf", raft.DescribeConfState(cs))
+	o, _, err := unframe(ctx)
+	if err != nil {
+		o = origin{}
+	}
+	g.resolve(e, o, cs)
+	return true
+}
+
+// resolve completes the waiter for the entry at e's index, if it is ours,
+// and fails any waiter that the log passed over.
+func (g *Group) resolve(e *raftpb.Entry, o origin, value any) {
+	for len(g.byIndex) > 0 && g.byIndex[0].index <= e.GetIndex() {
+		p := g.byIndex[0]
+		g.byIndex[0] = nil
+		g.byIndex = g.byIndex[1:]
+		delete(g.waiters, p.origin.id)
+		if p.index == e.GetIndex() && p.origin == o {
+			p.finish(value, nil)
+			continue
+		}
+		p.finish(nil, ErrProposalLost)
+	}
+}
+
+// maybeSnapshot takes a snapshot every SnapshotEntries applied entries and
+// compacts the log behind it, keeping SnapshotCatchUpEntries for slow
+// followers, then lets the storage release old WAL segments.
+func (g *Group) maybeSnapshot() {
+	if g.applied-g.snapIndex < g.cfg.SnapshotEntries {
+		return
+	}
+	data, err := g.sm.Snapshot()
+	if err != nil {
+		g.fatal("state machine snapshot", err)
+		return
+	}
+	snap, err := g.mem.CreateSnapshot(g.applied, g.confState, data)
+	if errors.Is(err, raft.ErrSnapOutOfDate) {
+		return
+	}
+	if err != nil {
+		g.fatal("create snapshot", err)
+		return
+	}
+	if err := g.storage.SaveSnapshot(snap); err != nil {
+		g.fatal("save snapshot", err)
+		return
+	}
+	g.snapIndex = g.applied
+	if g.applied > g.cfg.SnapshotCatchUpEntries {
+		compact := g.applied - g.cfg.SnapshotCatchUpEntries
+		if first, _ := g.mem.FirstIndex(); compact > first {
+			if err := g.mem.Compact(compact); err != nil && !errors.Is(err, raft.ErrCompacted) {
+				g.fatal("compact", err)
+				return
+			}
+		}
+	}
+	if err := g.storage.Release(snap); err != nil {
+		g.fatal("release storage", err)
+	}
+}
+
+// startRead runs on the owner for ReadIndex.
+func (g *Group) startRead(r *readRequest) {
+	g.nextRead++
+	id := g.nextRead
+	g.reads[id] = r
+	ctx := make([]byte, 8)
+	binary.BigEndian.PutUint64(ctx, id)
+	g.raw.ReadIndex(ctx)
+}
+
+func (g *Group) noteReadStates(states []raft.ReadState) {
+	for _, rs := range states {
+		if len(rs.RequestCtx) != 8 {
+			continue
+		}
+		id := binary.BigEndian.Uint64(rs.RequestCtx)
+		if r := g.reads[id]; r != nil {
+			delete(g.reads, id)
+			r.index = rs.Index
+			g.readWait = append(g.readWait, r)
+		}
+	}
+	g.resolveReads()
+}
+
+func (g *Group) resolveReads() {
+	kept := g.readWait[:0]
+	for _, r := range g.readWait {
+		if r.index <= g.applied {
+			close(r.done)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(g.readWait[len(kept):])
+	g.readWait = kept
+}
+
+// failReadsWithoutIndex fails the reads raft forgot when leadership moved.
+func (g *Group) failReadsWithoutIndex() {
+	if len(g.reads) == 0 {
+		return
+	}
+	bs := g.raw.BasicStatus()
+	for id, r := range g.reads {
+		delete(g.reads, id)
+		r.err = &NotLeaderError{Leader: bs.Lead, Term: bs.HardState.GetTerm()}
+		close(r.done)
+	}
+}

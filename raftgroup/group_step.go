@@ -1,0 +1,380 @@
+package raftgroup
+
+import (
+	"bytes"
+	"errors"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// maxPropBatch bounds one MsgProp, so that raft's uncommitted-size limit
+// refuses a tail of the queue rather than all of it.
+const maxPropBatch = 1 << 20
+
+// process is one turn of the owner: it ticks, runs queued operations,
+// steps inbound messages and queued proposals, then handles every Ready
+// raft has. The production goroutine (run) and the simulator (through
+// Host.Process) both call it. It reports false once the group has halted.
+func (g *Group) process() bool {
+	if g.halted {
+		return false
+	}
+	in := g.takeInbox()
+	active := false
+	for n := min(int(g.pendingTicks.Swap(0)), g.cfg.ElectionTicks); n > 0; n-- {
+		g.tick()
+	}
+	for _, id := range in.unreachable {
+		g.raw.ReportUnreachable(id)
+	}
+	for _, op := range in.ops {
+		op()
+		active = true
+	}
+	for _, m := range in.msgs {
+		active = g.step(m) || active
+	}
+	if len(in.props) > 0 {
+		g.propose(in.props)
+		active = true
+	}
+	if active {
+		g.markActive()
+	}
+	for !g.halted && g.raw.HasReady() {
+		g.handleReady(g.raw.Ready())
+	}
+	g.failUnindexed()
+	if !g.halted {
+		g.publishStatus()
+	}
+	return !g.halted
+}
+
+// tick advances raft's clock by one tick and decides about quiescence.
+func (g *Group) tick() {
+	g.raw.Tick()
+	g.metrics.ticks.Add(1)
+	g.idleTicks++
+	if g.cfg.QuiesceAfterTicks > 0 && !g.quiescing && !g.quiesced.Load() &&
+		g.idleTicks >= g.cfg.QuiesceAfterTicks && g.canQuiesce() {
+		g.quiescing = true
+	}
+}
+
+// step hands one inbound message to raft and reports whether it counts
+// as activity (anything but heartbeat traffic of an idle group).
+func (g *Group) step(m *raftpb.Message) bool {
+	notice := m.GetType() == raftpb.MsgHeartbeat && bytes.Equal(m.GetContext(), quiesceContext)
+	if notice {
+		m.Context = nil // a plain heartbeat to raft; the tag is ours
+	}
+	if err := g.raw.Step(m); err != nil {
+		g.log.Debug("step", "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
+	}
+	switch {
+	case notice:
+		g.onQuiesceNotice(m)
+		return false
+	case m.GetType() == raftpb.MsgHeartbeatResp:
+		return false
+	}
+	return true
+}
+
+// propose steps the queued proposals into raft in queue order, in
+// batches of at most maxPropBatch bytes. Once raft refuses a batch, every
+// later proposal fails too, so a caller's accepted entries are always a
+// prefix of its submissions.
+func (g *Group) propose(props []*Proposal) {
+	g.metrics.proposals.Add(uint64(len(props)))
+	bs := g.raw.BasicStatus()
+	var fail error
+	if bs.RaftState != raft.StateLeader {
+		fail = &NotLeaderError{Leader: bs.Lead, Term: bs.HardState.GetTerm()}
+	}
+	for len(props) > 0 {
+		n, size := 0, 0
+		for n < len(props) && (n == 0 || size+props[n].size <= maxPropBatch) {
+			size += props[n].size
+			n++
+		}
+		batch := props[:n]
+		props = props[n:]
+		if fail == nil {
+			fail = g.stepProposals(batch)
+		}
+		if fail != nil {
+			for _, p := range batch {
+				p.finish(nil, fail)
+			}
+		}
+	}
+}
+
+func (g *Group) stepProposals(batch []*Proposal) error {
+	ents := make([]*raftpb.Entry, len(batch))
+	for i, p := range batch {
+		e := &raftpb.Entry{Data: p.data}
+		if p.cc != nil {
+			typ, data, err := raftpb.MarshalConfChange(p.cc)
+			if err != nil {
+				return err
+			}
+			e = &raftpb.Entry{Type: typ.Enum(), Data: data}
+		}
+		ents[i] = e
+	}
+	err := g.raw.Step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(g.node), Entries: ents})
+	if errors.Is(err, raft.ErrProposalDropped) {
+		return ErrProposalDropped
+	}
+	if err != nil {
+		return err
+	}
+	g.metrics.propBatches.Add(1)
+	for _, p := range batch {
+		g.waiters[p.origin.id] = p
+		g.unindexed = append(g.unindexed, p)
+	}
+	return nil
+}
+
+// failUnindexed fails proposals that raft accepted but that never showed
+// up in a Ready: raft replaced them (a refused conf change becomes an
+// empty entry) or dropped them from its unstable log before we saw them.
+func (g *Group) failUnindexed() {
+	for _, p := range g.unindexed {
+		if p.index == 0 && g.waiters[p.origin.id] == p {
+			delete(g.waiters, p.origin.id)
+			p.finish(nil, ErrProposalDropped)
+		}
+	}
+	g.unindexed = g.unindexed[:0]
+}
+
+// handleReady persists, sends and applies one Ready, in this order:
+//
+//  1. The snapshot, if any, is saved first: the hard state and entries
+//     that follow may point past the old log, and must never be durable
+//     without the snapshot they build on.
+//  2. The hard state and entries are saved, fsynced when raft says
+//     MustSync: a vote or a log entry must survive a crash before any
+//     peer learns of it through a message. With a snapshot the hard state
+//     is fsynced too, so that its commit index is never behind it.
+//  3. Messages go out only now, because they promise what step 2 made
+//     durable (an MsgAppResp acknowledges persisted entries, a vote
+//     response a persisted vote).
+//  4. Committed entries are applied (after restoring a snapshot), since
+//     commit is decided by a quorum's persisted logs, never ours alone.
+//  5. Advance tells raft that all of this is done, so that it may hand out
+//     the next Ready.
+//
+// A storage or state-machine error halts the group (no Advance, nothing
+// more is written) and calls the Host's fatal handler.
+func (g *Group) handleReady(rd raft.Ready) {
+	g.metrics.readys.Add(1)
+	if g.readyIsActivity(rd) {
+		g.markActive()
+	}
+	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	if hasSnap {
+		if err := g.storage.SaveSnapshot(rd.Snapshot); err != nil {
+			g.fatal("save snapshot", err)
+			return
+		}
+	}
+	// A Ready with a snapshot also syncs its hard state: its commit index
+	// must not fall behind the durable snapshot (etcd does the same).
+	sync := rd.MustSync || hasSnap
+	if err := g.storage.Save(rd.HardState, rd.Entries, sync); err != nil {
+		g.fatal("save entries", err)
+		return
+	}
+	if sync {
+		g.metrics.syncs.Add(1)
+	}
+	if !g.updateMemory(rd, hasSnap) {
+		return
+	}
+	g.noteAppended(rd.Entries)
+	g.send(rd.Messages)
+	if hasSnap && !g.restore(rd.Snapshot) {
+		return
+	}
+	if !g.applyCommitted(rd.CommittedEntries) {
+		return
+	}
+	g.noteReadStates(rd.ReadStates)
+	g.noteSoftState(rd.SoftState)
+	g.maybeSnapshot()
+	if g.halted {
+		return
+	}
+	g.raw.Advance(rd)
+}
+
+// updateMemory mirrors the now-durable state into raft's MemoryStorage.
+func (g *Group) updateMemory(rd raft.Ready, hasSnap bool) bool {
+	if hasSnap {
+		if err := g.mem.ApplySnapshot(rd.Snapshot); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+			g.fatal("apply snapshot to memory", err)
+			return false
+		}
+	}
+	if rd.HardState != nil {
+		if err := g.mem.SetHardState(rd.HardState); err != nil {
+			g.fatal("set hard state", err)
+			return false
+		}
+	}
+	if err := g.mem.Append(rd.Entries); err != nil {
+		g.fatal("append to memory", err)
+		return false
+	}
+	g.metrics.appended.Add(uint64(len(rd.Entries)))
+	return true
+}
+
+// readyIsActivity reports whether a Ready shows the group doing more
+// than heartbeating. Only a leader's Readys count: a follower wakes on
+// the leader's messages (step), so that the commit index a quiesce notice
+// carries does not wake it right back up.
+func (g *Group) readyIsActivity(rd raft.Ready) bool {
+	if rd.SoftState != nil && *rd.SoftState != g.lastSoft {
+		return true
+	}
+	if g.lastSoft.RaftState != raft.StateLeader {
+		return false
+	}
+	if len(rd.Entries) > 0 || len(rd.CommittedEntries) > 0 || !raft.IsEmptySnap(rd.Snapshot) || len(rd.ReadStates) > 0 {
+		return true
+	}
+	for _, m := range rd.Messages {
+		if t := m.GetType(); t != raftpb.MsgHeartbeat && t != raftpb.MsgHeartbeatResp {
+			return true
+		}
+	}
+	return false
+}
+
+// noteAppended resolves the local append of our own proposals, and fails
+// those whose log position the new entries overwrite.
+func (g *Group) noteAppended(ents []*raftpb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	g.failFrom(ents[0].GetIndex(), ErrProposalLost)
+	for _, e := range ents {
+		o, ok := g.entryOrigin(e)
+		if !ok || o.node != g.node {
+			continue
+		}
+		if p := g.waiters[o.id]; p != nil && p.index == 0 {
+			p.markAppended(e.GetIndex(), e.GetTerm())
+			g.byIndex = append(g.byIndex, p)
+		}
+	}
+}
+
+// entryOrigin finds the frame of a normal entry or a ConfChangeV2's context.
+func (g *Group) entryOrigin(e *raftpb.Entry) (origin, bool) {
+	data := e.GetData()
+	if e.GetType() == raftpb.EntryConfChangeV2 {
+		var cc raftpb.ConfChangeV2
+		if proto.Unmarshal(data, &cc) != nil {
+			return origin{}, false
+		}
+		data = cc.GetContext()
+	} else if e.GetType() != raftpb.EntryNormal {
+		return origin{}, false
+	}
+	o, _, err := unframe(data)
+	return o, err == nil && o.node != 0
+}
+
+// failFrom fails every appended proposal at index >= from with err (a
+// NotLeaderError joins it so that callers can find the new leader).
+func (g *Group) failFrom(from uint64, err error) {
+	i := len(g.byIndex)
+	for i > 0 && g.byIndex[i-1].index >= from {
+		i--
+	}
+	if i == len(g.byIndex) {
+		return
+	}
+	bs := g.raw.BasicStatus()
+	nl := &NotLeaderError{Leader: bs.Lead, Term: bs.HardState.GetTerm()}
+	for _, p := range g.byIndex[i:] {
+		delete(g.waiters, p.origin.id)
+		p.finish(nil, errors.Join(err, nl))
+	}
+	clear(g.byIndex[i:])
+	g.byIndex = g.byIndex[:i]
+}
+
+func (g *Group) send(msgs []*raftpb.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	if g.quiescing {
+		g.tagQuiesce(msgs)
+	}
+	g.host.enqueue(g, msgs)
+}
+
+func (g *Group) noteSoftState(ss *raft.SoftState) {
+	if ss == nil {
+		return
+	}
+	if ss.Lead != g.lastSoft.Lead || ss.RaftState != g.lastSoft.RaftState {
+		g.failReadsWithoutIndex()
+		if ss.RaftState != raft.StateLeader {
+			g.quiescing = false
+		}
+	}
+	g.lastSoft = *ss
+}
+
+// fatal halts the group: nothing more is persisted, sent or applied, every
+// waiter fails with ErrStopped, and the Host's fatal handler runs.
+func (g *Group) fatal(op string, err error) {
+	g.halted = true
+	fe := &FatalError{Group: g.id, Op: op, Err: err}
+	g.log.Error("raft group halted: the node must not carry on", "op", op, "err", err)
+	g.shutdown()
+	g.host.fatal(fe)
+}
+
+// shutdown runs on the owner when the group halts or closes.
+func (g *Group) shutdown() {
+	g.mu.Lock()
+	g.inbox.closed = true
+	in := g.inbox
+	g.inbox = inbox{closed: true}
+	close(g.space)
+	g.space = make(chan struct{})
+	g.mu.Unlock()
+	for _, p := range in.props {
+		p.finish(nil, ErrStopped)
+	}
+	for id, p := range g.waiters {
+		delete(g.waiters, id)
+		p.finish(nil, ErrStopped)
+	}
+	g.byIndex, g.unindexed = nil, nil
+	for id, r := range g.reads {
+		delete(g.reads, id)
+		r.err = ErrStopped
+		close(r.done)
+	}
+	for _, r := range g.readWait {
+		r.err = ErrStopped
+		close(r.done)
+	}
+	g.readWait = nil
+	g.halted = true
+	g.publishStatus()
+}

@@ -1,0 +1,280 @@
+package raftgroup
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftq/raftq/internal/logging"
+)
+
+// Host runs the raft groups of one node: it creates and removes them,
+// ticks them from one ticker, routes inbound traffic to them by group id
+// (it is the node's Receiver), and batches their outbound messages per
+// destination node.
+type Host struct {
+	cfg       Config
+	log       *slog.Logger
+	transport Transport
+
+	mu     sync.Mutex // guards groups and closed; taken before Group.mu
+	groups map[uint64]*Group
+	list   atomic.Pointer[[]*Group] // sorted by id, copy-on-write under mu
+	closed bool
+
+	outMu  sync.Mutex // guards out; a leaf lock
+	out    map[uint64][]Envelope
+	flushc chan struct{}
+
+	ticks   atomic.Int64
+	heardMu sync.Mutex // guards heard; a leaf lock
+	heard   map[uint64]int64
+
+	fatalOnce sync.Once
+	stopc     chan struct{}
+	wg        sync.WaitGroup
+	metrics   hostMetrics
+}
+
+var _ Receiver = (*Host)(nil)
+
+// NewHost validates cfg and, unless cfg.Manual, starts the ticker and the
+// outbound flusher.
+func NewHost(cfg Config) (*Host, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	h := &Host{
+		cfg:       cfg,
+		log:       logging.Discard(cfg.Logger).With("node", cfg.NodeID),
+		transport: cfg.Transport,
+		groups:    map[uint64]*Group{},
+		out:       map[uint64][]Envelope{},
+		flushc:    make(chan struct{}, 1),
+		heard:     map[uint64]int64{},
+		stopc:     make(chan struct{}),
+	}
+	h.list.Store(&[]*Group{})
+	if h.cfg.Fatal == nil {
+		h.cfg.Fatal = func(err error) {
+			h.log.Error("fatal storage or state machine error: exiting", "err", err)
+			os.Exit(1)
+		}
+	}
+	if !cfg.Manual {
+		h.wg.Add(2)
+		go h.runTicker()
+		go h.runFlusher()
+	}
+	return h, nil
+}
+
+// CreateGroup opens (or creates) a group's storage under
+// DataDir/raft/<id>/ and starts the group. A group that has state on disk
+// restarts from it; gc.Peers and gc.Join matter only for a new one.
+func (h *Host) CreateGroup(gc GroupConfig) (*Group, error) {
+	if err := gc.Validate(h.cfg.NodeID); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrStopped
+	}
+	if _, ok := h.groups[gc.ID]; ok {
+		return nil, fmt.Errorf("%w: %d", ErrGroupExists, gc.ID)
+	}
+	st, err := h.openStorage(gc.ID)
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGroup(h, gc, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	h.groups[gc.ID] = g
+	h.rebuildList()
+	if !h.cfg.Manual {
+		go g.run()
+	}
+	return g, nil
+}
+
+func (h *Host) groupDir(id uint64) string {
+	return filepath.Join(h.cfg.DataDir, "raft", strconv.FormatUint(id, 10))
+}
+
+func (h *Host) openStorage(id uint64) (Storage, error) {
+	dir := h.groupDir(id)
+	if h.cfg.NewStorage != nil {
+		return h.cfg.NewStorage(id, dir)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create group dir %s: %w", dir, err)
+	}
+	return OpenDiskStorage(dir, h.cfg.NodeID, id, h.cfg.Fsync, h.log.With("group", id))
+}
+
+func (h *Host) rebuildList() {
+	l := make([]*Group, 0, len(h.groups))
+	for _, g := range h.groups {
+		l = append(l, g)
+	}
+	slices.SortFunc(l, func(a, b *Group) int { return cmp.Compare(a.id, b.id) })
+	h.list.Store(&l)
+}
+
+// Group returns the group with id, or nil.
+func (h *Host) Group(id uint64) *Group {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.groups[id]
+}
+
+// Groups returns the host's groups in id order.
+func (h *Host) Groups() []*Group { return slices.Clone(*h.list.Load()) }
+
+// RemoveGroup stops a group and closes its storage; with purge it also
+// deletes the group's data directory (after the replica was removed from
+// the group's configuration, or the group deleted).
+func (h *Host) RemoveGroup(id uint64, purge bool) error {
+	h.mu.Lock()
+	g, ok := h.groups[id]
+	if ok {
+		delete(h.groups, id)
+		h.rebuildList()
+	}
+	h.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrGroupNotFound, id)
+	}
+	err := g.close()
+	if purge && h.cfg.NewStorage == nil {
+		if rmErr := os.RemoveAll(h.groupDir(id)); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("remove group dir: %w", rmErr))
+		}
+	}
+	return err
+}
+
+// Close stops every group and the Host's goroutines. Pending proposals
+// fail with ErrStopped.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	groups := *h.list.Load()
+	h.groups = map[uint64]*Group{}
+	h.rebuildList()
+	h.mu.Unlock()
+	close(h.stopc)
+	h.wg.Wait()
+	var errs []error
+	for _, g := range groups {
+		errs = append(errs, g.close())
+	}
+	return errors.Join(errs...)
+}
+
+// run is a group's goroutine in production mode.
+func (g *Group) run() {
+	defer close(g.donec)
+	for {
+		select {
+		case <-g.stopc:
+			return
+		case <-g.notifyc:
+		}
+		if !g.process() {
+			return
+		}
+	}
+}
+
+// close stops the owner and closes the storage.
+func (g *Group) close() error {
+	if !g.host.cfg.Manual {
+		close(g.stopc)
+		<-g.donec
+	}
+	if !g.halted {
+		g.shutdown()
+	}
+	return g.storage.Close()
+}
+
+func (h *Host) fatal(err error) {
+	h.fatalOnce.Do(func() { h.cfg.Fatal(err) })
+}
+
+// Tick advances every group's clock by one tick; manual mode only (the
+// Host's ticker calls tick otherwise).
+func (h *Host) Tick() { h.tick() }
+
+// Process runs one turn of every group in id order, then flushes the
+// outbound queues in destination order; manual mode only.
+func (h *Host) Process() {
+	for _, g := range *h.list.Load() {
+		g.process()
+	}
+	h.flush()
+}
+
+func (h *Host) runTicker() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			h.tick()
+		case <-h.stopc:
+			return
+		}
+	}
+}
+
+// tick ticks every group that is not quiesced, wakes the quiesced ones
+// that have a member the Host has not heard from lately, and sends the
+// node-level keepalives.
+func (h *Host) tick() {
+	now := h.ticks.Add(1)
+	for _, g := range *h.list.Load() {
+		if !g.quiesced.Load() {
+			g.addTick()
+			continue
+		}
+		s := g.status.Load()
+		if !h.membersAlive(confView{s.Voters, s.VotersOutgoing, s.Learners, s.LearnersNext}) {
+			g.quiesced.Store(false)
+			g.addTick()
+		}
+	}
+	if h.cfg.QuiesceAfterTicks > 0 && now%int64(h.cfg.KeepaliveTicks) == 0 {
+		h.sendKeepalives()
+	}
+}
+
+func (h *Host) runFlusher() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.flushc:
+			h.flush()
+		case <-h.stopc:
+			return
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package raftgroup
+
+import "sync/atomic"
+
+// Metrics are counters since the Host started, summed over its groups.
+type Metrics struct {
+	Proposals       uint64 // proposals taken from queues
+	ProposalBatches uint64 // MsgProp steps (proposals/batches: batching factor)
+	Readys          uint64 // Readys handled
+	Syncs           uint64 // Readys that required an fsync
+	EntriesAppended uint64
+	EntriesApplied  uint64
+	BytesApplied    uint64 // payload bytes passed to StateMachine.Apply
+	Quiesces        uint64 // times a leader quiesced a group
+	Ticks           uint64 // raft ticks (quiesced groups are not ticked)
+	DroppedInbound  uint64
+	DroppedOutbound uint64
+	UnknownGroup    uint64 // inbound messages for groups not on this node
+	Batches         uint64 // outbound batches handed to the transport
+	MessagesSent    uint64
+	Keepalives      uint64
+	SnapshotsSent   uint64
+}
+
+type groupMetrics struct {
+	proposals, propBatches, readys, syncs, appended, applied, appliedBytes, quiesces, droppedIn, ticks atomic.Uint64
+}
+
+type hostMetrics struct {
+	droppedOut, unknownGroup, batches, sent, keepalives, snapshotsSent atomic.Uint64
+}
+
+// Metrics sums the counters of the host and its current groups.
+func (h *Host) Metrics() Metrics {
+	m := Metrics{
+		DroppedOutbound: h.metrics.droppedOut.Load(),
+		UnknownGroup:    h.metrics.unknownGroup.Load(),
+		Batches:         h.metrics.batches.Load(),
+		MessagesSent:    h.metrics.sent.Load(),
+		Keepalives:      h.metrics.keepalives.Load(),
+		SnapshotsSent:   h.metrics.snapshotsSent.Load(),
+	}
+	for _, g := range *h.list.Load() {
+		gm := &g.metrics
+		m.Proposals += gm.proposals.Load()
+		m.ProposalBatches += gm.propBatches.Load()
+		m.Readys += gm.readys.Load()
+		m.Syncs += gm.syncs.Load()
+		m.EntriesAppended += gm.appended.Load()
+		m.EntriesApplied += gm.applied.Load()
+		m.BytesApplied += gm.appliedBytes.Load()
+		m.Quiesces += gm.quiesces.Load()
+		m.Ticks += gm.ticks.Load()
+		m.DroppedInbound += gm.droppedIn.Load()
+	}
+	return m
+}

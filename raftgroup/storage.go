@@ -1,0 +1,39 @@
+package raftgroup
+
+import (
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Storage is a group's durable raft state: its log, hard state and latest
+// snapshot metadata. The group's goroutine is its only caller.
+//
+// Any error from Save, SaveSnapshot or Release is fatal to the node: the
+// group stops and the Host's fatal handler runs.
+type Storage interface {
+	// Load returns what has been persisted; a new store returns the zero
+	// State. It is called once, before any write.
+	Load() (State, error)
+	// Save records hs (nil: unchanged) and appends ents, which may
+	// overwrite a suffix of the log. When sync is true both are durable
+	// when Save returns.
+	Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error
+	// SaveSnapshot durably records snap. It is called before the log
+	// entries it covers are dropped.
+	SaveSnapshot(snap *raftpb.Snapshot) error
+	// Release allows the store to drop log data covered by snap.
+	Release(snap *raftpb.Snapshot) error
+	// Close releases files and locks.
+	Close() error
+}
+
+// State is what a Storage held when it was opened.
+type State struct {
+	Snapshot  *raftpb.Snapshot // nil or empty: none
+	HardState *raftpb.HardState
+	Entries   []*raftpb.Entry // entries after Snapshot
+}
+
+// IsNew reports whether nothing has ever been persisted.
+func (s State) IsNew() bool {
+	return s.Snapshot.GetMetadata().GetIndex() == 0 && s.HardState.GetTerm() == 0 && len(s.Entries) == 0
+}

@@ -1,0 +1,242 @@
+package raftgroup
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+
+	"github.com/raftq/raftq/internal/logging"
+)
+
+// SetWALSegmentSize sets the size of every etcd WAL segment this process
+// creates from now on. etcd keeps it in a package variable
+// (wal.SegmentSizeBytes, 64 MB by default) and preallocates each segment,
+// so a node running many groups must lower it: 1,000 groups at 64 MB would
+// reserve 64 GB before the first write. Call it once at start-up, before any
+// Host opens a group; it is not safe to call while WALs are open.
+func SetWALSegmentSize(bytes int64) {
+	if bytes < 64<<10 {
+		bytes = 64 << 10
+	}
+	wal.SegmentSizeBytes = bytes
+}
+
+// WALSegmentSize returns the current process-wide WAL segment size.
+func WALSegmentSize() int64 { return wal.SegmentSizeBytes }
+
+// keepSnapFiles is how many snapshot files Release leaves behind.
+const keepSnapFiles = 2
+
+// DiskStorage is a group's etcd WAL (dir/wal) and snapshotter (dir/snap).
+type DiskStorage struct {
+	dir   string
+	w     *wal.WAL
+	snaps *snap.Snapshotter
+	zl    *zap.Logger
+	state State
+	last  *raftpb.HardState // last hard state saved, to mirror the WAL's sync rule
+}
+
+var _ Storage = (*DiskStorage)(nil)
+
+// OpenDiskStorage opens, or creates, the WAL and snapshots of group on node
+// in dir. A WAL written for another node or group is refused. A torn last
+// record (a crash mid-write) is repaired once, as etcd does.
+func OpenDiskStorage(dir string, node, group uint64, fsync FsyncPolicy, l *slog.Logger) (*DiskStorage, error) {
+	s := &DiskStorage{dir: dir, zl: logging.Zap(l)}
+	snapDir := filepath.Join(dir, "snap")
+	if err := os.MkdirAll(snapDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create snap dir %s: %w", snapDir, err)
+	}
+	s.snaps = snap.New(s.zl, snapDir)
+	meta := walMetadata(node, group)
+	walDir := filepath.Join(dir, "wal")
+	var err error
+	if !wal.Exist(walDir) {
+		s.w, err = wal.Create(s.zl, walDir, meta)
+		if err != nil {
+			return nil, fmt.Errorf("create wal %s: %w", walDir, err)
+		}
+	} else if err = s.openExisting(walDir, meta); err != nil {
+		return nil, err
+	}
+	if fsync == FsyncNever {
+		s.w.SetUnsafeNoFsync()
+	}
+	return s, nil
+}
+
+func walMetadata(node, group uint64) []byte {
+	b := make([]byte, 16)
+	binary.BigEndian.PutUint64(b[:8], node)
+	binary.BigEndian.PutUint64(b[8:], group)
+	return b
+}
+
+func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
+	walSnaps, err := wal.ValidSnapshotEntries(s.zl, walDir)
+	if err != nil {
+		return fmt.Errorf("list wal snapshots %s: %w", walDir, err)
+	}
+	sn, err := s.snaps.LoadNewestAvailable(walSnaps)
+	if err != nil && !errors.Is(err, snap.ErrNoSnapshot) {
+		return fmt.Errorf("load snapshot %s: %w", s.dir, err)
+	}
+	start := &walpb.Snapshot{Index: new(uint64), Term: new(uint64)}
+	if sn != nil {
+		start = &walpb.Snapshot{Index: new(sn.GetMetadata().GetIndex()), Term: new(sn.GetMetadata().GetTerm()), ConfState: sn.GetMetadata().GetConfState()}
+	}
+	got, hs, ents, err := s.readWAL(walDir, start, true)
+	if err != nil {
+		return err
+	}
+	if string(got) != string(meta) {
+		return fmt.Errorf("open wal %s: written for node/group %x, not %x", walDir, got, meta)
+	}
+	ptrEnts := make([]*raftpb.Entry, len(ents))
+	copy(ptrEnts, ents)
+	s.state = State{Snapshot: sn, HardState: hs, Entries: ptrEnts}
+	s.last = hs
+	return nil
+}
+
+func (s *DiskStorage) readWAL(walDir string, start *walpb.Snapshot, repair bool) ([]byte, *raftpb.HardState, []*raftpb.Entry, error) {
+	w, err := wal.Open(s.zl, walDir, start)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open wal %s: %w", walDir, err)
+	}
+	meta, hs, ents, err := w.ReadAll()
+	if err == nil {
+		s.w = w
+		return meta, hs, ents, nil
+	}
+	w.Close()
+	if repair && errors.Is(err, io.ErrUnexpectedEOF) && wal.Repair(s.zl, walDir) {
+		return s.readWAL(walDir, start, false)
+	}
+	return nil, nil, nil, fmt.Errorf("read wal %s: %w", walDir, err)
+}
+
+// Load returns the state read when the storage was opened.
+func (s *DiskStorage) Load() (State, error) { return s.state, nil }
+
+// Save appends to the WAL. The WAL fsyncs by itself exactly when raft's
+// MustSync rule holds against its last hard state; when the group asks for
+// a sync beyond that (a Ready that carried a snapshot, whose commit index
+// must be durable before old log data is released) Save adds one.
+// FsyncNever turns every fsync off.
+func (s *DiskStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
+	walSyncs := len(ents) > 0 || hs != nil && (hs.GetTerm() != s.last.GetTerm() || hs.GetVote() != s.last.GetVote())
+	if err := s.w.Save(hs, ents); err != nil {
+		return fmt.Errorf("save wal %s: %w", s.dir, err)
+	}
+	if !raft.IsEmptyHardState(hs) {
+		s.last = hs
+	}
+	if sync && !walSyncs {
+		if err := s.w.Sync(); err != nil {
+			return fmt.Errorf("sync wal %s: %w", s.dir, err)
+		}
+	}
+	return nil
+}
+
+// SaveSnapshot writes the snapshot file first and the WAL's snapshot record
+// second (fsynced), so that a WAL record never names a missing file; an
+// orphaned file is harmless.
+func (s *DiskStorage) SaveSnapshot(sn *raftpb.Snapshot) error {
+	if err := s.snaps.SaveSnap(sn); err != nil {
+		return fmt.Errorf("save snapshot %s: %w", s.dir, err)
+	}
+	md := sn.GetMetadata()
+	rec := &walpb.Snapshot{Index: new(md.GetIndex()), Term: new(md.GetTerm()), ConfState: raftpb.EnsureConfState(md.GetConfState())}
+	if err := s.w.SaveSnapshot(rec); err != nil {
+		return fmt.Errorf("save wal snapshot record %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Release unlocks WAL segments wholly before snap and deletes them and all
+// but the newest snapshot files.
+func (s *DiskStorage) Release(sn *raftpb.Snapshot) error {
+	if err := s.w.ReleaseLockTo(sn.GetMetadata().GetIndex()); err != nil {
+		return fmt.Errorf("release wal %s: %w", s.dir, err)
+	}
+	if err := purgeUnlocked(filepath.Join(s.dir, "wal"), ".wal"); err != nil {
+		return err
+	}
+	return purgeOldest(filepath.Join(s.dir, "snap"), ".snap", keepSnapFiles)
+}
+
+// Close closes the WAL.
+func (s *DiskStorage) Close() error {
+	if err := s.w.Close(); err != nil {
+		return fmt.Errorf("close wal %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// purgeUnlocked removes the WAL segments that no WAL holds locked any more:
+// the live WAL keeps its segments flock'ed, so a failing TryLock means in use.
+func purgeUnlocked(dir, suffix string) error {
+	names, err := sortedNames(dir, suffix)
+	if err != nil {
+		return err
+	}
+	for _, name := range names[:max(len(names)-1, 0)] {
+		p := filepath.Join(dir, name)
+		l, err := fileutil.TryLockFile(p, os.O_WRONLY, fileutil.PrivateFileMode)
+		if err != nil {
+			break // locked: this one and every later segment are live
+		}
+		rmErr := os.Remove(p)
+		l.Close()
+		if rmErr != nil {
+			return fmt.Errorf("remove wal segment %s: %w", p, rmErr)
+		}
+	}
+	return nil
+}
+
+func purgeOldest(dir, suffix string, keep int) error {
+	names, err := sortedNames(dir, suffix)
+	if err != nil {
+		return err
+	}
+	for _, name := range names[:max(len(names)-keep, 0)] {
+		p := filepath.Join(dir, name)
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("remove snapshot %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func sortedNames(dir, suffix string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}

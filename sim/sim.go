@@ -1,0 +1,337 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// Config shapes one simulated run.
+type Config struct {
+	Seed   uint64
+	Nodes  int // node ids 1..Nodes
+	Groups int // group ids 1..Groups, each replicated on every node
+	Ticks  int // ticks of faults and load before the final heal
+
+	ProposeRate float64 // per group per tick
+	CrashRate   float64 // per tick: crash one random node
+	DownTicks   int     // how long a crashed node stays down (max)
+	PartRate    float64 // per tick: start a partition
+	PartTicks   int     // how long a partition lasts (max)
+	DropRate    float64 // per envelope, outside the final phase
+	MaxDelay    int     // ticks an envelope may take; > 0 reorders
+
+	SnapshotEntries uint64 // raftgroup snapshot interval (small: exercises install)
+
+	// Planted bugs, to prove the checker can fail.
+	LieAboutSync bool
+	ApplyTwice   bool
+}
+
+// DefaultConfig returns a short, fault-heavy run: 3 nodes, 2 groups, 80
+// ticks of load and faults, then a heal and a final check.
+func DefaultConfig(seed uint64) Config {
+	return Config{
+		Seed: seed, Nodes: 3, Groups: 2, Ticks: 80,
+		ProposeRate: 0.4, CrashRate: 0.03, DownTicks: 25, PartRate: 0.03, PartTicks: 25,
+		DropRate: 0.05, MaxDelay: 2, SnapshotEntries: 8,
+	}
+}
+
+// Validate reports the first problem with c.
+func (c *Config) Validate() error {
+	switch {
+	case c.Nodes < 1 || c.Groups < 1 || c.Ticks < 0:
+		return errors.New("sim: need nodes, groups and a non-negative tick count")
+	case c.MaxDelay < 0 || c.DownTicks < 1 || c.PartTicks < 1:
+		return errors.New("sim: delays and durations must be positive")
+	case c.SnapshotEntries == 0:
+		return errors.New("sim: SnapshotEntries must be positive")
+	}
+	return nil
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Seed       uint64
+	TraceHash  uint64
+	Violations []string
+	Ticks      int64
+	Applied    int // entries applied, all replicas
+	Acked      int // proposals acknowledged
+	Crashes    int
+}
+
+// Err returns the violations as one error, or nil.
+func (r Result) Err() error {
+	if len(r.Violations) == 0 {
+		return nil
+	}
+	return fmt.Errorf("seed %d: %d invariant violations:\n  %s", r.Seed, len(r.Violations), strings.Join(r.Violations, "\n  "))
+}
+
+// Sim drives a whole cluster of raftgroup Hosts in manual mode from one
+// goroutine in virtual time.
+type Sim struct {
+	cfg     Config
+	rng     *rand.Rand
+	now     int64
+	net     *network
+	nodes   []*node
+	chk     *checker
+	trace   hash.Hash64
+	clients []*client
+	inPart  int64 // partition heals at this tick
+	final   bool
+	res     Result
+}
+
+type node struct {
+	id        uint64
+	host      *raftgroup.Host
+	up        bool
+	downUntil int64
+	stores    map[uint64]*Store
+}
+
+// Run executes one seeded run. The caller seeds crypto/rand (raft's
+// election jitter) with testing/cryptotest.SetGlobalRandom beforehand;
+// everything else derives from cfg.Seed.
+func Run(cfg Config) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), chk: newChecker(), trace: fnv.New64a()}
+	s.res.Seed = cfg.Seed
+	s.net = &network{s: s, cut: map[[2]uint64]bool{}}
+	for id := uint64(1); id <= uint64(cfg.Nodes); id++ {
+		n := &node{id: id, stores: map[uint64]*Store{}}
+		for g := uint64(1); g <= uint64(cfg.Groups); g++ {
+			n.stores[g] = &Store{LieAboutSync: cfg.LieAboutSync}
+		}
+		s.nodes = append(s.nodes, n)
+	}
+	for _, n := range s.nodes {
+		if err := s.boot(n); err != nil {
+			return s.res, err
+		}
+	}
+	if !s.guard(func() {
+		for i := 0; i < cfg.Ticks; i++ {
+			s.faults()
+			s.step(true)
+		}
+	}) {
+		return s.result(), nil
+	}
+	var err error
+	if !s.guard(func() { err = s.finish() }) {
+		return s.result(), nil
+	}
+	if err != nil {
+		return s.res, err
+	}
+	return s.result(), nil
+}
+
+// guard runs f and turns a panic (raft panics when it finds its log
+// corrupted, truncated or lost) into a violation that ends the run.
+func (s *Sim) guard(f func()) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.chk.fail("panic at tick %d: %v", s.now, r)
+			ok = false
+		}
+	}()
+	f()
+	return true
+}
+
+func (s *Sim) result() Result {
+	s.res.TraceHash = s.trace.Sum64()
+	s.res.Violations = s.chk.violations
+	s.res.Ticks = s.now
+	return s.res
+}
+
+func (s *Sim) node(id uint64) *node { return s.nodes[id-1] }
+
+func (s *Sim) hostConfig(n *node) raftgroup.Config {
+	c := raftgroup.DefaultConfig()
+	c.NodeID = n.id
+	c.Manual = true
+	c.Transport = &transport{n: s.net, from: n.id}
+	c.ElectionTicks, c.HeartbeatTicks = 10, 1
+	c.QuiesceAfterTicks, c.KeepaliveTicks, c.PeerTimeoutTicks = 6, 2, 8
+	c.SnapshotEntries, c.SnapshotCatchUpEntries = s.cfg.SnapshotEntries, 2
+	c.NewStorage = func(group uint64, _ string) (raftgroup.Storage, error) { return n.stores[group], nil }
+	c.Fatal = func(err error) { s.chk.fail("node %d fatal: %s", n.id, err) }
+	return c
+}
+
+// boot starts a node's host and groups from its stores.
+func (s *Sim) boot(n *node) error {
+	h, err := raftgroup.NewHost(s.hostConfig(n))
+	if err != nil {
+		return err
+	}
+	var peers []uint64
+	for _, m := range s.nodes {
+		peers = append(peers, m.id)
+	}
+	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
+		sm := newStateMachine(n.id, g, s.chk)
+		sm.ApplyTwice = s.cfg.ApplyTwice
+		if _, err := h.CreateGroup(raftgroup.GroupConfig{ID: g, Peers: peers, StateMachine: sm}); err != nil {
+			return fmt.Errorf("sim: node %d group %d: %w", n.id, g, err)
+		}
+	}
+	n.host, n.up = h, true
+	s.traceEvent("boot", n.id)
+	return nil
+}
+
+// crash stops a node abruptly: each store keeps a random prefix of its
+// unsynced writes, and the state machines are gone.
+func (s *Sim) crash(n *node) {
+	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
+		st := n.stores[g]
+		keep := s.rng.IntN(st.Pending() + 1)
+		st.Crash(keep)
+		s.chk.onCrash(n.id, g)
+	}
+	n.host.Close()
+	n.up = false
+	n.downUntil = s.now + 1 + int64(s.rng.IntN(s.cfg.DownTicks))
+	s.res.Crashes++
+	s.traceEvent("crash", n.id)
+}
+
+func (s *Sim) faults() {
+	for _, n := range s.nodes {
+		if !n.up && s.now >= n.downUntil {
+			if err := s.boot(n); err != nil {
+				s.chk.fail("restart node %d: %s", n.id, err)
+			}
+		}
+	}
+	if s.rng.Float64() < s.cfg.CrashRate {
+		if n := s.nodes[s.rng.IntN(len(s.nodes))]; n.up && s.upCount() == len(s.nodes) {
+			s.crash(n)
+		}
+	}
+	if s.inPart > 0 && s.now >= s.inPart {
+		s.heal()
+	} else if s.inPart == 0 && s.rng.Float64() < s.cfg.PartRate {
+		s.partition()
+	}
+}
+
+func (s *Sim) upCount() int {
+	c := 0
+	for _, n := range s.nodes {
+		if n.up {
+			c++
+		}
+	}
+	return c
+}
+
+// partition isolates one random node from the others, sometimes only in
+// one direction.
+func (s *Sim) partition() {
+	victim := uint64(s.rng.IntN(len(s.nodes)) + 1)
+	oneWay := s.rng.IntN(3) == 0
+	for _, n := range s.nodes {
+		if n.id == victim {
+			continue
+		}
+		s.net.cut[[2]uint64{victim, n.id}] = true
+		if !oneWay {
+			s.net.cut[[2]uint64{n.id, victim}] = true
+		}
+	}
+	s.inPart = s.now + 1 + int64(s.rng.IntN(s.cfg.PartTicks))
+	s.traceEvent("partition", victim)
+}
+
+func (s *Sim) heal() {
+	clear(s.net.cut)
+	s.inPart = 0
+	s.traceEvent("heal", 0)
+}
+
+func (s *Sim) dropRate() float64 {
+	if s.final {
+		return 0
+	}
+	return s.cfg.DropRate
+}
+
+// step is one virtual tick: tick every live host, deliver what is due,
+// offer load, process every host, and check.
+func (s *Sim) step(load bool) {
+	s.now++
+	for _, n := range s.nodes {
+		if n.up {
+			n.host.Tick()
+		}
+	}
+	s.net.deliverDue()
+	if load {
+		s.offerLoad()
+	}
+	for _, n := range s.nodes {
+		if n.up {
+			n.host.Process()
+		}
+	}
+	s.observe()
+}
+
+// observe records leaders per term and finished proposals.
+func (s *Sim) observe() {
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		for _, g := range n.host.Groups() {
+			if st := g.Status(); st.IsLeader() {
+				s.chk.onLeader(st.Group, st.Term, st.Node)
+			}
+		}
+	}
+	s.pollClients()
+}
+
+func (s *Sim) traceEvent(what string, id uint64) {
+	s.trace.Write([]byte(what))
+	s.traceU64(uint64(s.now), id)
+}
+
+func (s *Sim) traceU64(vs ...uint64) {
+	var b [8]byte
+	for _, v := range vs {
+		binary.LittleEndian.PutUint64(b[:], v)
+		s.trace.Write(b[:])
+	}
+}
+
+func (s *Sim) traceMsg(f *inflight) {
+	m := f.env.Msg
+	s.traceU64(uint64(s.now), f.from, f.to, f.env.Group, uint64(m.GetType()), m.GetTerm(), m.GetIndex(), m.GetCommit(), uint64(len(m.GetEntries())))
+}
+
+func (s *Sim) traceSnap(f *inflight, err error) {
+	ok := uint64(0)
+	if err == nil {
+		ok = 1
+	}
+	s.traceU64(uint64(s.now), f.from, f.to, f.env.Group, f.env.Msg.GetSnapshot().GetMetadata().GetIndex(), ok)
+}
