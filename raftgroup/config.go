@@ -156,6 +156,14 @@ type GroupConfig struct {
 	Join bool
 	// StateMachine receives committed entries. Required.
 	StateMachine StateMachine
+	// ForwardProposals lets a follower (or learner) propose: raft forwards
+	// the entry to the leader, and the proposer's waiter resolves when the
+	// entry reaches this node's log and is applied here. A forwarded entry
+	// the leader drops silently fails after two election timeouts with
+	// ErrOutcomeUnknown. Meant for the metadata group, where every node
+	// proposes registrations and hints; partitions answer clients with the
+	// leader's address instead.
+	ForwardProposals bool
 }
 
 // Validate reports the first problem with g for a host whose node is node.

@@ -38,6 +38,8 @@ type Group struct {
 	waiters   map[uint64]*Proposal
 	byIndex   []*Proposal // appended, not yet applied, ascending index
 	unindexed []*Proposal // stepped this cycle, not yet seen in a Ready
+	forward   bool        // GroupConfig.ForwardProposals
+	forwarded []forwardedProposal
 	reads     map[uint64]*readRequest
 	readWait  []*readRequest // index known, waiting for apply
 	nextRead  uint64
@@ -85,6 +87,7 @@ type readRequest struct {
 func newGroup(h *Host, gc GroupConfig, st Storage) (*Group, error) {
 	g := &Group{
 		id: gc.ID, node: h.cfg.NodeID, host: h, cfg: &h.cfg, sm: gc.StateMachine, storage: st,
+		forward:  gc.ForwardProposals,
 		mem:      raft.NewMemoryStorage(),
 		log:      h.log.With("group", gc.ID),
 		waiters:  map[uint64]*Proposal{},
@@ -171,7 +174,7 @@ func (g *Group) openRaft(gc GroupConfig, s State) error {
 		MaxInflightMsgs:           g.cfg.MaxInflightMsgs,
 		CheckQuorum:               true,
 		PreVote:                   true,
-		DisableProposalForwarding: true,
+		DisableProposalForwarding: !gc.ForwardProposals,
 		StepDownOnRemoval:         true,
 		ReadOnlyOption:            raft.ReadOnlySafe,
 		Logger:                    logging.Raft(g.log),
@@ -207,7 +210,7 @@ func (g *Group) Propose(ctx context.Context, data []byte) (*Proposal, error) {
 	if len(data) == 0 {
 		return nil, ErrEmptyProposal
 	}
-	if err := g.leaderCheck(); err != nil {
+	if err := g.proposeCheck(); err != nil {
 		return nil, err
 	}
 	p := newProposal(origin{node: g.node, id: g.nextID.Add(1)})
@@ -235,6 +238,15 @@ func (g *Group) ProposeConfChange(ctx context.Context, cc *raftpb.ConfChangeV2) 
 		return nil, err
 	}
 	return p, nil
+}
+
+// proposeCheck is leaderCheck, relaxed for a forwarding group to "some
+// leader is known".
+func (g *Group) proposeCheck() error {
+	if s := g.status.Load(); g.forward && !s.Stopped && s.Leader != 0 {
+		return nil
+	}
+	return g.leaderCheck()
 }
 
 func (g *Group) leaderCheck() error {

@@ -56,6 +56,9 @@ func (g *Group) process() bool {
 // tick advances raft's clock by one tick and decides about quiescence.
 func (g *Group) tick() {
 	g.raw.Tick()
+	if len(g.forwarded) > 0 {
+		g.ageForwarded()
+	}
 	g.metrics.ticks.Add(1)
 	g.idleTicks++
 	if g.cfg.QuiesceAfterTicks > 0 && !g.quiescing && !g.quiesced.Load() &&
@@ -92,7 +95,8 @@ func (g *Group) propose(props []*Proposal) {
 	g.metrics.proposals.Add(uint64(len(props)))
 	bs := g.raw.BasicStatus()
 	var fail error
-	if bs.RaftState != raft.StateLeader {
+	leader := bs.RaftState == raft.StateLeader
+	if !leader && !(g.forward && bs.Lead != raft.None) {
 		fail = &NotLeaderError{Leader: bs.Lead, Term: bs.HardState.GetTerm()}
 	}
 	for len(props) > 0 {
@@ -104,7 +108,7 @@ func (g *Group) propose(props []*Proposal) {
 		batch := props[:n]
 		props = props[n:]
 		if fail == nil {
-			fail = g.stepProposals(batch)
+			fail = g.stepProposals(batch, leader)
 		}
 		if fail != nil {
 			for _, p := range batch {
@@ -114,7 +118,7 @@ func (g *Group) propose(props []*Proposal) {
 	}
 }
 
-func (g *Group) stepProposals(batch []*Proposal) error {
+func (g *Group) stepProposals(batch []*Proposal, leader bool) error {
 	ents := make([]*raftpb.Entry, len(batch))
 	for i, p := range batch {
 		e := &raftpb.Entry{Data: p.data}
@@ -137,9 +141,41 @@ func (g *Group) stepProposals(batch []*Proposal) error {
 	g.metrics.propBatches.Add(1)
 	for _, p := range batch {
 		g.waiters[p.origin.id] = p
-		g.unindexed = append(g.unindexed, p)
+		if leader {
+			g.unindexed = append(g.unindexed, p)
+		} else {
+			g.forwarded = append(g.forwarded, forwardedProposal{p: p})
+		}
 	}
 	return nil
+}
+
+// forwardedProposal is a proposal a follower sent on to its leader; it
+// resolves like any other once the entry shows up in this node's log.
+type forwardedProposal struct {
+	p     *Proposal
+	ticks int
+}
+
+// ageForwarded fails forwarded proposals that have not reached this
+// node's log within two election timeouts: the leader dropped them, or
+// they are on their way and will commit unwatched.
+func (g *Group) ageForwarded() {
+	keep := g.forwarded[:0]
+	for _, f := range g.forwarded {
+		f.ticks++
+		switch {
+		case f.p.index != 0 || g.waiters[f.p.origin.id] != f.p:
+			// Appended (now tracked by index) or already finished.
+		case f.ticks > 2*g.cfg.ElectionTicks:
+			delete(g.waiters, f.p.origin.id)
+			f.p.finish(nil, ErrOutcomeUnknown)
+		default:
+			keep = append(keep, f)
+		}
+	}
+	clear(g.forwarded[len(keep):])
+	g.forwarded = keep
 }
 
 // failUnindexed fails proposals that raft accepted but that never showed
@@ -364,7 +400,7 @@ func (g *Group) shutdown() {
 		delete(g.waiters, id)
 		p.finish(nil, ErrStopped)
 	}
-	g.byIndex, g.unindexed = nil, nil
+	g.byIndex, g.unindexed, g.forwarded = nil, nil, nil
 	for id, r := range g.reads {
 		delete(g.reads, id)
 		r.err = ErrStopped
