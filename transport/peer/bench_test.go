@@ -1,0 +1,195 @@
+package peer
+
+import (
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// Run with, e.g.:
+//
+//	go test -run XXX -bench . -benchtime 3s ./transport/peer/
+//
+// BenchmarkTransport and BenchmarkBaselineTCPCopy move the same bytes over
+// loopback: the transport with its queue, writer, framing and decoding, the
+// baseline as one io.Copy of pre-encoded frames. One op is one raft message
+// (a MsgApp with one entry); MB/s counts entry payload.
+
+type benchShape struct {
+	name     string
+	entry    int // entry payload bytes
+	perBatch int // messages per Send
+	window   int // batches in flight
+}
+
+var benchShapes = []benchShape{
+	{"entry=100B", 100, 64, 256},
+	{"entry=64KiB", 64 << 10, 4, 16},
+}
+
+func benchBatch(s benchShape) []raftgroup.Envelope {
+	batch := make([]raftgroup.Envelope, s.perBatch)
+	for i := range batch {
+		batch[i] = raftgroup.Envelope{Group: uint64(i % 8), Msg: msg(uint64(1000+i), make([]byte, s.entry))}
+	}
+	return batch
+}
+
+// benchReceiver counts messages and returns window credits.
+type benchReceiver struct {
+	msgs   atomic.Int64
+	credit chan struct{}
+}
+
+func (r *benchReceiver) Receive(_ uint64, batch []raftgroup.Envelope) {
+	r.msgs.Add(int64(len(batch)))
+	<-r.credit
+}
+
+func (r *benchReceiver) ReceiveSnapshot(uint64, raftgroup.Envelope, io.Reader) error { return nil }
+
+func BenchmarkTransport(b *testing.B) {
+	for _, s := range benchShapes {
+		b.Run(s.name, func(b *testing.B) { benchTransport(b, s) })
+	}
+}
+
+func benchTransport(b *testing.B, s benchShape) {
+	recv := &benchReceiver{credit: make(chan struct{}, s.window)}
+	n1 := startNode(b, 1, func(c *Config) { c.Logger = nil })
+	n2, err := New(testConfig(2, &logBuf{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := n2.Start(recv); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n2.Close() })
+	n1.AddPeer(2, n2.Addr().String())
+	n2.AddPeer(1, n1.Addr().String())
+	batch := benchBatch(s) // read-only from here on, so every Send may share it
+	send := func(n int) {
+		for sent := 0; sent < n; sent += s.perBatch {
+			recv.credit <- struct{}{} // blocks while window batches are in flight
+			if !n1.Send(2, batch[:min(s.perBatch, n-sent)]) {
+				b.Fatal("Send dropped a batch within the window")
+			}
+		}
+	}
+	send(s.perBatch * s.window) // warm up: connect, grow buffers
+	eventually(b, "warm-up delivered", func() bool { return recv.msgs.Load() == int64(s.perBatch*s.window) })
+	recv.msgs.Store(0)
+	before := n1.Stats()
+
+	b.SetBytes(int64(s.entry))
+	b.ResetTimer()
+	start := time.Now()
+	send(b.N)
+	for recv.msgs.Load() < int64(b.N) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	after := n1.Stats()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(after.BytesSent-before.BytesSent)/float64(b.N), "wireB/msg")
+	if w := after.Writes - before.Writes; w > 0 {
+		b.ReportMetric(float64(after.BatchesSent-before.BatchesSent)/float64(w), "batches/write")
+	}
+}
+
+func BenchmarkBaselineTCPCopy(b *testing.B) {
+	for _, s := range benchShapes {
+		b.Run(s.name, func(b *testing.B) { benchBaseline(b, s) })
+	}
+}
+
+// benchBaseline copies the frames the transport would write for b.N
+// messages over a loopback TCP connection with io.Copy, and discards them
+// on the other side.
+func benchBaseline(b *testing.B, s benchShape) {
+	frame, _ := appendBatch(nil, benchBatch(s), 1<<30)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer conn.Close()
+		n, _ := io.Copy(io.Discard, conn)
+		got <- n
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches := (b.N + s.perBatch - 1) / s.perBatch
+	b.SetBytes(int64(s.entry))
+	b.ResetTimer()
+	start := time.Now()
+	if _, err := io.Copy(conn, &repeatReader{frame: frame, left: batches}); err != nil {
+		b.Fatal(err)
+	}
+	conn.(*net.TCPConn).CloseWrite()
+	n := <-got
+	elapsed := time.Since(start)
+	b.StopTimer()
+	conn.Close()
+	if want := int64(batches * len(frame)); n != want {
+		b.Fatalf("copied %d bytes, want %d", n, want)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(len(frame))/float64(s.perBatch), "wireB/msg")
+}
+
+// repeatReader yields frame left times.
+type repeatReader struct {
+	frame []byte
+	off   int
+	left  int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && r.left > 0 {
+		c := copy(p[n:], r.frame[r.off:])
+		n += c
+		if r.off += c; r.off == len(r.frame) {
+			r.off = 0
+			r.left--
+		}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// BenchmarkCodec measures encoding plus decoding alone, without a network,
+// to tell CPU cost from transfer cost.
+func BenchmarkCodec(b *testing.B) {
+	for _, s := range benchShapes {
+		b.Run(s.name, func(b *testing.B) {
+			batch := benchBatch(s)
+			var buf []byte
+			b.SetBytes(int64(s.entry * s.perBatch))
+			for b.Loop() {
+				buf, _ = appendBatch(buf[:0], batch, 1<<30)
+				if _, err := decodeBatch(buf[frameHeader+1:]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*s.perBatch)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}

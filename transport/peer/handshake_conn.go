@@ -1,0 +1,196 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// acceptLoop accepts connections until the listener closes; each is
+// handshaken on its own goroutine so a slow dialler holds up no one.
+func (t *Transport) acceptLoop(ln net.Listener) {
+	defer t.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			t.log.Warn("accept peer connection", "err", err)
+			if !sleepCtx(t.ctx, 10*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		if !t.goTracked(func() { t.handleInbound(conn) }) {
+			conn.Close()
+			return
+		}
+	}
+}
+
+// handleInbound handshakes an accepted connection and hands it to its peer
+// (raft stream) or serves it (snapshot stream).
+func (t *Transport) handleInbound(conn net.Conn) {
+	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
+	defer stop()
+	h, p, err := t.acceptHandshake(conn)
+	if err != nil {
+		t.refuse(conn, h, err)
+		return
+	}
+	switch h.stream {
+	case streamRaft:
+		p.handover(conn)
+	case streamSnapshot:
+		defer conn.Close()
+		defer p.snapsIn.Add(-1)
+		stopPeer := context.AfterFunc(p.ctx, func() { conn.Close() }) // RemovePeer ends it too
+		defer stopPeer()
+		p.receiveSnapshot(conn)
+	}
+}
+
+// acceptHandshake reads the hello, judges it, and on success answers it.
+func (t *Transport) acceptHandshake(conn net.Conn) (hello, *peer, error) {
+	if err := conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
+		return hello{}, nil, fmt.Errorf("set handshake deadline: %w", err)
+	}
+	h, err := readHello(conn)
+	if err != nil {
+		return h, nil, err
+	}
+	p, err := t.admit(h)
+	if err != nil {
+		return h, nil, err
+	}
+	rp := reply{version: protoVersion, node: t.cfg.NodeID, cluster: t.cfg.ClusterID}
+	if _, err := conn.Write(appendReply(nil, rp)); err != nil {
+		p.releaseInbound(h.stream)
+		return h, nil, fmt.Errorf("write handshake reply: %w", err)
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		p.releaseInbound(h.stream)
+		return h, nil, fmt.Errorf("clear handshake deadline: %w", err)
+	}
+	return h, p, nil
+}
+
+// admit decides whether node h.from may open this stream.
+func (t *Transport) admit(h hello) (*peer, error) {
+	switch {
+	case h.cluster != t.cfg.ClusterID:
+		return nil, fmt.Errorf("%w: node %d is in cluster %q, this node in %q", ErrClusterID, h.from, h.cluster, t.cfg.ClusterID)
+	case h.from == t.cfg.NodeID:
+		return nil, fmt.Errorf("%w: a peer claims node id %d, which is this node's own", ErrDuplicateID, h.from)
+	case h.to != t.cfg.NodeID:
+		return nil, fmt.Errorf("%w: node %d dialled node %d, but this is node %d", ErrWrongNode, h.from, h.to, t.cfg.NodeID)
+	}
+	p := t.peer(h.from)
+	switch {
+	case p == nil:
+		return nil, fmt.Errorf("%w: node %d is not among this node's peers", ErrUnknownPeer, h.from)
+	case h.stream == streamRaft && p.dials():
+		return nil, fmt.Errorf("%w: node %d dialled node %d, but the lower id dials", ErrWrongDirection, h.from, t.cfg.NodeID)
+	case h.stream == streamSnapshot && !p.acquireInbound():
+		return nil, fmt.Errorf("%w: node %d already has %d snapshot streams open here", ErrSnapshotBusy, h.from, t.cfg.MaxSnapshotsPerPeer)
+	}
+	return p, nil
+}
+
+func (p *peer) acquireInbound() bool {
+	if p.snapsIn.Add(1) > int32(p.t.cfg.MaxSnapshotsPerPeer) {
+		p.snapsIn.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (p *peer) releaseInbound(stream byte) {
+	if stream == streamSnapshot {
+		p.snapsIn.Add(-1)
+	}
+}
+
+// refuse tells the dialler why it is refused, logs it here, and closes.
+func (t *Transport) refuse(conn net.Conn, h hello, err error) {
+	defer conn.Close()
+	remote := conn.RemoteAddr().String()
+	if isSilentProbe(err) {
+		t.log.Debug("peer connection closed before its handshake", "remote", remote)
+		return
+	}
+	t.stats.refusedInbound.Add(1)
+	level := slog.LevelError // the nodes disagree on who is who: a misconfiguration
+	if errors.Is(err, ErrSnapshotBusy) {
+		level = slog.LevelWarn
+	}
+	t.log.Log(t.ctx, level, "refusing peer connection", "remote", remote, "claimed_node", h.from, "err", err)
+	rp := reply{version: protoVersion, code: refusalOf(err), node: t.cfg.NodeID, cluster: t.cfg.ClusterID, reason: err.Error()}
+	conn.Write(appendReply(nil, rp)) // best effort: the dialler may be gone
+}
+
+// dialStream connects to p, handshakes for stream, and returns the
+// connection ready for frames.
+func (t *Transport) dialStream(ctx context.Context, p *peer, stream byte) (net.Conn, error) {
+	addr := p.address()
+	dctx, cancel := context.WithTimeout(ctx, t.cfg.DialTimeout)
+	defer cancel()
+	conn, err := t.dial(dctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial node %d: %w", p.id, err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := t.dialHandshake(conn, p.id, stream); err != nil {
+		conn.Close()
+		if isRefusal(err) {
+			t.stats.refusedOutbound.Add(1)
+		}
+		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
+	if err := conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
+		return fmt.Errorf("set handshake deadline: %w", err)
+	}
+	h := hello{version: protoVersion, stream: stream, from: t.cfg.NodeID, to: to, cluster: t.cfg.ClusterID}
+	if _, err := conn.Write(appendHello(nil, h)); err != nil {
+		return fmt.Errorf("write hello: %w", err)
+	}
+	rp, err := readReply(conn)
+	if err != nil {
+		return err
+	}
+	if err := judgeReply(rp, to, t.cfg.ClusterID); err != nil {
+		return err
+	}
+	return conn.SetDeadline(time.Time{})
+}
+
+// isRefusal tells a handshake the two nodes disagree on (a configuration
+// problem) from a network failure.
+func isRefusal(err error) bool {
+	for _, sentinel := range []error{ErrClusterID, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake} {
+		if errors.Is(err, sentinel) {
+			return true
+		}
+	}
+	return false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
