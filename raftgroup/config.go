@@ -85,6 +85,9 @@ type Config struct {
 	// error after which the node must not carry on. nil means log and
 	// os.Exit(1). The group has stopped when Fatal is called.
 	Fatal func(error)
+	// ObserveSync, if set, is called with the duration of every Save that
+	// fsynced (WAL latency for metrics). It must return quickly.
+	ObserveSync func(time.Duration)
 	// Manual runs no goroutines: the caller drives the Host with Tick and
 	// Process from one goroutine (the simulator).
 	Manual bool

@@ -3,6 +3,7 @@ package raftgroup
 import (
 	"bytes"
 	"errors"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -225,12 +226,19 @@ func (g *Group) handleReady(rd raft.Ready) {
 	// A Ready with a snapshot also syncs its hard state: its commit index
 	// must not fall behind the durable snapshot (etcd does the same).
 	sync := rd.MustSync || hasSnap
+	var began time.Time
+	if sync && g.cfg.ObserveSync != nil {
+		began = time.Now()
+	}
 	if err := g.storage.Save(rd.HardState, rd.Entries, sync); err != nil {
 		g.fatal("save entries", err)
 		return
 	}
 	if sync {
 		g.metrics.syncs.Add(1)
+		if g.cfg.ObserveSync != nil {
+			g.cfg.ObserveSync(time.Since(began))
+		}
 	}
 	if !g.updateMemory(rd, hasSnap) {
 		return
