@@ -1,0 +1,113 @@
+package jepsen
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Check runs every checker over h and returns their verdicts. It fails
+// only when h is malformed (an error wrapping ErrMalformed) or cfg is bad.
+func Check(h History, cfg CheckConfig) (*Results, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a, err := analyze(h)
+	if err != nil {
+		return nil, fmt.Errorf("check history: %w", err)
+	}
+	limit := cfg.MaxExamples
+	streams := a.streams()
+	res := &Results{Stats: stats(a)}
+	unseen, series := checkUnseen(a, limit)
+	res.Unseen = series
+	res.Checkers = []CheckerResult{
+		checkLostWrite(a, a.coverage(streams), limit),
+		unseen,
+		checkDuplicate(a, limit),
+		checkInconsistentOffsets(a, limit),
+		checkNonmonotonicSend(a, limit),
+		checkNonmonotonicPoll(streams, limit),
+		checkPollSkip(a, streams, limit),
+		checkG1a(a, limit),
+	}
+	var lin []*linResult
+	if !cfg.SkipLinearizability {
+		lin = checkLinearizable(a, cfg.LinearizabilityTimeout)
+	}
+	linRes, parts := linFinding(lin, cfg.SkipLinearizability, limit)
+	res.Checkers = append(res.Checkers, linRes)
+	res.Linearizability = parts
+	res.lin = map[TP]*linResult{}
+	for _, r := range lin {
+		res.lin[r.tp] = r
+	}
+	res.decide(cfg.Allowed)
+	return res, nil
+}
+
+// decide sets Valid and Verdict from the checkers' verdicts.
+func (r *Results) decide(allowed []string) {
+	r.Valid, r.Verdict = true, VerdictOK
+	unknown := false
+	for i := range r.Checkers {
+		c := &r.Checkers[i]
+		switch c.Verdict {
+		case VerdictFail:
+			if slices.Contains(allowed, c.Name) {
+				c.Allowed = true
+				continue
+			}
+			r.Valid = false
+		case VerdictUnknown:
+			unknown = true
+		}
+	}
+	switch {
+	case !r.Valid:
+		r.Verdict = VerdictFail
+	case unknown:
+		r.Verdict = VerdictUnknown
+	}
+}
+
+func stats(a *analysis) Stats {
+	s := Stats{ByF: map[F]map[Type]int{}}
+	okOps, okSends := 0, 0
+	first, last := int64(infinity), int64(0)
+	var nemeses []string
+	for _, p := range a.pairs {
+		if p.inv.Process == NemesisProcess {
+			if p.inv.F == FStart && !slices.Contains(nemeses, p.inv.Nemesis) {
+				nemeses = append(nemeses, p.inv.Nemesis)
+			}
+			continue
+		}
+		s.Ops++
+		t := p.typ()
+		if s.ByF[p.inv.F] == nil {
+			s.ByF[p.inv.F] = map[Type]int{}
+		}
+		s.ByF[p.inv.F][t]++
+		if t == OK {
+			okOps++
+		}
+		if p.inv.F == FSend {
+			first = min(first, p.inv.Time)
+			if t == OK {
+				okSends++
+				last = max(last, p.comp.Time)
+			}
+		}
+	}
+	s.Nemeses = nemeses
+	if n := len(a.h); n > 0 {
+		s.DurationNs = a.h[n-1].Time
+	}
+	if secs := float64(s.DurationNs) / 1e9; secs > 0 {
+		s.OKOpsPerSec = float64(okOps) / secs
+	}
+	if secs := float64(last-first) / 1e9; okSends > 0 && secs > 0 {
+		s.OKSendsPerSec = float64(okSends) / secs
+	}
+	return s
+}

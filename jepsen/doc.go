@@ -1,0 +1,149 @@
+// Package jepsen runs a Jepsen-style queue workload against a Kafka-compatible
+// cluster through franz-go's kgo client, records every call in a history,
+// checks the history for the anomalies Jepsen's Kafka test looks for
+// (jepsen.tests.kafka) plus per-partition linearizability with porcupine, and
+// writes a report.
+//
+// # History
+//
+// A History is a sequence of Ops, each an invocation (type invoke) or a
+// completion (ok: it happened; fail: it definitely did not; info: unknown).
+// Every op has an index, a monotonic time in nanoseconds since the run
+// started, a process and an f: send, poll, assign, subscribe, crash,
+// final-read, or, on NemesisProcess (-1), start and stop of a named fault.
+// A process runs one op at a time; its completion follows its invocation.
+// A process that completes with info never invokes again (its worker goes
+// on as a new process), so an info op stays open to the end of history.
+// Histories are stored as JSON lines (history.jsonl); records of reads are
+// encoded [offset, value]. ReadHistory rejects malformed lines with a
+// *DecodeError wrapping ErrMalformed and is fuzzed (FuzzReadHistory).
+//
+// Sent values are unique in a run ("p<process>-<seq>"), and the topic must be
+// fresh: a read of any value this run did not send is a phantom.
+//
+// # Workload
+//
+// Producers each own a kgo client and send one record at a time
+// (ProduceSync, linger 0) to a random partition, keyed "k<partition>" and
+// placed with the manual partitioner. An acknowledged send is ok with its
+// offset. A send error is fail only for answers that reject the record before
+// any append and that no earlier attempt could have got past (message too
+// large, invalid topic, authorization, invalid acks or record, unsupported
+// version); everything else, including timeouts, is info, and the process
+// ends with a fresh client. A send with no answer after OpTimeout plus one
+// second is info and its client is closed. With acks=none every send is info.
+//
+// Consumers each own a kgo client. In assign mode an assign op replaces the
+// client with one made by kgo.ConsumePartitions for a random subset of
+// partitions, each seeking to 0 or to where the consumer left off; in
+// subscribe mode a subscribe op makes a group member (commits after each
+// poll; rebalances are held during a poll and recorded with the next poll in
+// Rebalanced). A poll op records the records per partition and the highest
+// high watermark kgo reported. Optional client crashes (CrashP) end the
+// process. One token bucket bounds the ops of all processes.
+//
+// After the workload and the final heal, FinalReads reads every partition
+// with a new client from offset 0 until it has read below a high watermark
+// that stayed put across two ListOffsets calls; that read is a final-read op,
+// ok when complete, info (keeping what it read) when it ran out of time.
+//
+// # Checkers and their exact definitions
+//
+// Terms: an observation is a record (partition, offset, value) returned by
+// any completed poll or final read, whatever its type. The evidence at an
+// offset is the set of values that observations, or ok sends' acknowledged
+// offsets, place there. A stream is the records one process received from one
+// partition between resets of its position: an ok assign begins a stream at
+// the seek offset; a subscribe, a crash, a failed assign, or a partition in
+// a poll's Rebalanced begins one whose start is unknown; each final read is
+// its own stream starting at 0. A stream covers offsets from its start (or,
+// when unknown, its first record) to its highest record, or to hw-1 for a
+// complete (ok) final read.
+//
+//   - lost-write: an ok send, acknowledged at offset o of partition p, whose
+//     value no observation returned, while some stream of p covers o. A
+//     send nobody was positioned to read (say, the final read failed) is not
+//     lost; unseen reports it as unknown.
+//   - unseen: an ok send whose value no observation returned. It is an
+//     anomaly when p had a complete final read (the send was acknowledged
+//     before it began), and undecided (verdict unknown) otherwise. The
+//     result also gives, over time, the number of sends acknowledged but not
+//     yet returned by a completed read.
+//   - duplicate: a value placed at more than one (partition, offset) by
+//     observations and its send's acknowledgement.
+//   - inconsistent-offsets: an offset whose evidence holds more than one
+//     value.
+//   - nonmonotonic-send: two successive sends of one process to one
+//     partition, both ok or info with a known offset (the acknowledged one,
+//     else the lowest offset an observation returned the value at), where
+//     the later one's offset is not greater.
+//   - nonmonotonic-poll: within a stream, a record whose offset is not
+//     greater than the previous record's. A seek backwards starts a new
+//     stream, so it is not nonmonotonic.
+//   - poll-skip: within a stream, a jump from one record to the next (or
+//     from the stream's known start to its first record) over offsets whose
+//     evidence holds a value.
+//   - G1a (aborted read): an observation of a value whose send failed
+//     definitely. Counted with it, as "phantom": an observation of a value
+//     no send wrote, or on another partition than its send's.
+//   - linearizable: per partition, porcupine checks the sends and reads
+//     against an append-only log whose offsets are dense from 0. A send
+//     appends its value; an ok send must land at its acknowledged offset;
+//     fail sends are left out; info sends stay open (return time infinity)
+//     and may take effect at any later point or never. A read claims each
+//     record it returned sits at its offset and that the log is at least
+//     its high watermark long; a complete final read also claims the log is
+//     exactly its high watermark long. These claims only grow truer as the
+//     log grows, so a poll kgo served from a fetch buffered before the poll
+//     was invoked cannot make a correct history look illegal. Each partition
+//     is searched with a timeout; a partition that runs out is unknown,
+//     never ok. Porcupine's visualization of each illegal partition goes
+//     into the report.
+//
+// Check returns Results: every checker's verdict (ok, fail, unknown), counts
+// and up to MaxExamples concrete anomalies citing history op indexes. Valid
+// is false when a checker not listed in CheckConfig.Allowed failed; Verdict
+// is fail, else unknown if any checker was undecided, else ok.
+//
+// # Report
+//
+// WriteReport (and Run) write into a directory: history.jsonl,
+// results.json, latency.png (latency by invocation time, split by f and
+// ok/fail/info), throughput.png (completions per second), unseen.png, with
+// nemesis intervals shaded, porcupine visualizations of illegal partitions,
+// and index.html tying them together with the anomaly examples.
+//
+// # Nemesis
+//
+// The package defines the Nemesis it needs (Start and Stop of a named
+// fault) and a Schedule of steps; chaos/ supplies the implementation. Run
+// performs the schedule, records each step on NemesisProcess (ok, or info
+// when the call failed), stops every running fault after the workload (the
+// final heal, even when the context was canceled), calls Config.Recover, and
+// only then does the final reads.
+//
+// # Goroutines
+//
+// Workload.Run starts one goroutine per producer and consumer worker; each
+// owns its process id, its kgo client and its random source. They share the
+// Recorder (one mutex; it stamps index and time under the lock so the
+// history is in time order), the rate limiter and an atomic process counter.
+// A producer's ProduceSync runs in a helper goroutine so a silent broker
+// cannot stall the worker; that goroutine ends when the client is closed.
+// kgo's group callbacks touch only the consumer's rebalance list, under its
+// mutex. Run adds one goroutine for the nemesis schedule; Start and Stop are
+// never called concurrently. Check runs porcupine on up to GOMAXPROCS
+// partitions at once; everything else in Check is single-threaded.
+//
+// # Departures
+//
+//   - Polls through kgo's consumer may be served from fetches buffered
+//     before the poll was invoked, so their high watermarks are used only as
+//     lower bounds on the log length; exact length claims come from final
+//     reads alone.
+//   - lost-write uses read coverage by streams rather than Jepsen's "below
+//     the highest offset any read returned", so that a send nobody could
+//     have read (a reader seeked past it, the final read failed) is not
+//     called lost.
+//   - The report's plots are made with gonum/plot rather than gnuplot.
+package jepsen

@@ -1,0 +1,147 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/raftq/raftq/internal/logging"
+)
+
+// Config describes one Jepsen run: the workload, the faults, the checks
+// and where the report goes.
+type Config struct {
+	Workload WorkloadConfig
+	Check    CheckConfig
+	// ReportDir receives history.jsonl (streamed while the run goes),
+	// results.json, the plots and index.html. It is created if missing.
+	ReportDir string
+	// Nemesis performs Schedule; nil means a run without faults.
+	Nemesis  Nemesis
+	Schedule Schedule
+	// Recover, if set, runs after the final heal and before the final
+	// reads, e.g. to wait until every partition has a leader again.
+	Recover func(ctx context.Context) error
+	Logger  *slog.Logger
+}
+
+// DefaultConfig returns a run with the default workload and checks and no
+// faults; callers set brokers, the nemesis and the report directory.
+func DefaultConfig() Config {
+	return Config{Workload: DefaultWorkloadConfig(), Check: DefaultCheckConfig(), ReportDir: "jepsen-report"}
+}
+
+// Validate reports a bad setting.
+func (c Config) Validate() error {
+	if err := c.Workload.Validate(); err != nil {
+		return err
+	}
+	if err := c.Check.Validate(); err != nil {
+		return err
+	}
+	if c.ReportDir == "" {
+		return fmt.Errorf("no report directory: %w", ErrBadConfig)
+	}
+	if len(c.Schedule) > 0 && c.Nemesis == nil {
+		return fmt.Errorf("a schedule without a nemesis: %w", ErrBadConfig)
+	}
+	return c.Schedule.Validate()
+}
+
+// Run performs a whole test: set up the topic, run the workload while the
+// nemesis follows the schedule, heal every fault, recover, read every
+// partition in full, check the history and write the report. The returned
+// results are nil only when the run could not produce a history to check;
+// an error after checking (a failed heal, a report that could not be
+// written) comes with the results.
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := logging.Discard(cfg.Logger)
+	if cfg.Workload.Logger == nil {
+		cfg.Workload.Logger = log
+	}
+	if err := os.MkdirAll(cfg.ReportDir, 0o755); err != nil {
+		return nil, fmt.Errorf("report dir %s: %w", cfg.ReportDir, err)
+	}
+	hpath := filepath.Join(cfg.ReportDir, HistoryFile)
+	hf, err := os.Create(hpath)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", hpath, err)
+	}
+	defer hf.Close()
+	rec := NewRecorder(hf)
+	runErr := execute(ctx, cfg, rec, log)
+	if err := rec.Flush(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if err := hf.Sync(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("sync %s: %w", hpath, err))
+	}
+	h := rec.History()
+	if len(h) == 0 {
+		return nil, errors.Join(runErr, errors.New("jepsen: the run recorded nothing"))
+	}
+	res, err := Check(h, cfg.Check)
+	if err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	if err := writeReport(cfg.ReportDir, h, res, false); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	log.Info("jepsen run checked", "verdict", res.Verdict, "summary", res.Summary(), "report", cfg.ReportDir)
+	return res, runErr
+}
+
+// healTimeout bounds the final heal, which runs even when ctx was
+// canceled so that no fault outlives the run.
+const healTimeout = 2 * time.Minute
+
+// execute runs the phases that produce the history.
+func execute(ctx context.Context, cfg Config, rec *Recorder, log *slog.Logger) error {
+	w, err := NewWorkload(cfg.Workload, rec)
+	if err != nil {
+		return err
+	}
+	if err := w.Setup(ctx); err != nil {
+		return err
+	}
+	nem := &nemesisRunner{n: cfg.Nemesis, rec: rec}
+	nctx, stopNemesis := context.WithCancel(ctx)
+	nemDone := make(chan struct{})
+	go func() {
+		defer close(nemDone)
+		if cfg.Nemesis != nil {
+			nem.run(nctx, cfg.Schedule)
+		}
+	}()
+	log.Info("workload started", "duration", cfg.Workload.Duration)
+	werr := w.Run(ctx)
+	stopNemesis()
+	<-nemDone
+	var errs []error
+	if werr != nil {
+		errs = append(errs, fmt.Errorf("workload: %w", werr))
+	}
+	if cfg.Nemesis != nil {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+		if err := nem.heal(hctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	if cfg.Recover != nil {
+		if err := cfg.Recover(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("recover: %w", err))
+		}
+	}
+	start := time.Now()
+	w.FinalReads(ctx)
+	log.Info("final reads done", "took", time.Since(start))
+	return errors.Join(errs...)
+}
