@@ -1,0 +1,59 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// serveIncrementalAlterConfigs sets and deletes topic configs. New values
+// reach a partition's log settings when its replica next opens.
+func (n *Node) serveIncrementalAlterConfigs(c *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	f := kafka.NewFuture()
+	go func() {
+		ctx, cancel := context.WithTimeout(c.Context(), requestTimeout(0))
+		defer cancel()
+		resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range r.Resources {
+			out := kmsg.NewIncrementalAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+			out.ErrorCode, out.ErrorMessage = n.alterTopicConfigs(ctx, rr, r.ValidateOnly)
+			resp.Resources = append(resp.Resources, out)
+		}
+		f.Complete(resp, nil)
+	}()
+	return f
+}
+
+func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
+	if rr.ResourceType != resourceTopic {
+		msg := "only topic configs can be altered"
+		return kerr.InvalidRequest.Code, &msg
+	}
+	ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}}
+	for _, c := range rr.Configs {
+		switch {
+		case c.Op == 0 && c.Value != nil:
+			ac.Set[c.Name] = *c.Value
+		case c.Op == 1:
+			ac.Delete = append(ac.Delete, c.Name)
+		default:
+			msg := "only SET and DELETE are supported"
+			return kerr.InvalidConfig.Code, &msg
+		}
+	}
+	cmd := &coordinator.Command{AlterConfigs: ac}
+	var res coordinator.Result
+	var err error
+	if validateOnly {
+		res = n.meta.Try(cmd)
+	} else {
+		res, err = n.proposeMeta(ctx, cmd)
+	}
+	return coordinator.KafkaError(firstErr(metaKafkaError(err), res.Err))
+}

@@ -1,0 +1,198 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// Config configures one raftq node.
+type Config struct {
+	// NodeID is this node's id: non-zero, unique in the cluster, and a key
+	// of InitialCluster.
+	NodeID uint64
+	// ClusterID names the cluster; nodes of another cluster are refused,
+	// and a data dir made for another cluster or node refuses to start.
+	ClusterID string
+	// DataDir holds node.json, raft/, log/ and meta/.
+	DataDir string
+
+	// KafkaAddr, PeerAddr and AdminAddr are the listen addresses of the
+	// Kafka API, node-to-node raft traffic and the admin HTTP server.
+	KafkaAddr string
+	PeerAddr  string
+	AdminAddr string
+	// AdvertisedKafkaAddr is what Metadata tells clients; empty means
+	// KafkaAddr (which then must not be a wildcard address).
+	AdvertisedKafkaAddr string
+
+	// InitialCluster maps every node id to its peer address. The metadata
+	// group (group 0) runs over the first 1, 3 or 5 of them by id (the
+	// largest odd number not above the size, at most 5); the rest follow it
+	// as learners.
+	InitialCluster map[uint64]string
+
+	// Fsync is the WAL fsync policy.
+	Fsync raftgroup.FsyncPolicy
+	// WALSegmentBytes is the preallocated size of each etcd WAL file.
+	WALSegmentBytes int64
+	// TickInterval, ElectionTicks and HeartbeatTicks set raft's clocks.
+	TickInterval   time.Duration
+	ElectionTicks  int
+	HeartbeatTicks int
+	// SnapshotEntries is how many applied entries trigger a raft snapshot.
+	SnapshotEntries uint64
+
+	// AutoCreateTopics creates unknown topics on Metadata and Produce, with
+	// DefaultPartitions and DefaultReplicationFactor. Off by default.
+	AutoCreateTopics         bool
+	DefaultPartitions        int32
+	DefaultReplicationFactor int16
+
+	// MaxRequestBytes bounds one Kafka request frame.
+	MaxRequestBytes int32
+	// RetentionCheckInterval is how often partition leaders apply retention.
+	RetentionCheckInterval time.Duration
+
+	// UnsafeAckBeforeCommit answers acks=all produce requests as soon as the
+	// leader has appended the batch to its own WAL, before raft commits it.
+	// It exists only to prove that jepsen/ catches the lost writes it
+	// causes; never use it otherwise.
+	UnsafeAckBeforeCommit bool
+
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults of a single-node cluster on the
+// standard ports (Kafka 9092, peer 9093, admin 9644).
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                   1,
+		ClusterID:                "raftq",
+		DataDir:                  "raftq-data",
+		KafkaAddr:                "127.0.0.1:9092",
+		PeerAddr:                 "127.0.0.1:9093",
+		AdminAddr:                "127.0.0.1:9644",
+		InitialCluster:           map[uint64]string{1: "127.0.0.1:9093"},
+		Fsync:                    raftgroup.FsyncAlways,
+		WALSegmentBytes:          4 << 20,
+		TickInterval:             100 * time.Millisecond,
+		ElectionTicks:            10,
+		HeartbeatTicks:           1,
+		SnapshotEntries:          10000,
+		DefaultPartitions:        1,
+		DefaultReplicationFactor: 3,
+		MaxRequestBytes:          100 << 20,
+		RetentionCheckInterval:   30 * time.Second,
+	}
+}
+
+// Validate reports the first problem with c.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == 0:
+		return errors.New("broker: node id must be non-zero")
+	case c.ClusterID == "":
+		return errors.New("broker: cluster id is required")
+	case c.DataDir == "":
+		return errors.New("broker: data dir is required")
+	case c.InitialCluster[c.NodeID] == "":
+		return fmt.Errorf("broker: node %d is not in the initial cluster %s", c.NodeID, FormatCluster(c.InitialCluster))
+	case c.WALSegmentBytes < 64<<10:
+		return fmt.Errorf("broker: WAL segment bytes %d below 64 KiB", c.WALSegmentBytes)
+	case c.DefaultPartitions < 1 || c.DefaultReplicationFactor < 1:
+		return errors.New("broker: default partitions and replication factor must be positive")
+	}
+	for name, addr := range map[string]string{"kafka": c.KafkaAddr, "peer": c.PeerAddr, "admin": c.AdminAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("broker: %s address %q: %w", name, addr, err)
+		}
+	}
+	if _, err := c.advertisedKafka(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *Config) advertisedKafka() (string, error) {
+	addr := c.AdvertisedKafkaAddr
+	if addr == "" {
+		addr = c.KafkaAddr
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("broker: advertised kafka address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return "", fmt.Errorf("broker: advertised kafka address %q is a wildcard; set --advertise-kafka-addr", addr)
+	}
+	return addr, nil
+}
+
+// metadataVoters returns the ids that vote in group 0: the first 1, 3 or 5
+// node ids in order.
+func (c *Config) metadataVoters() []uint64 {
+	ids := c.nodeIDs()
+	n := min(len(ids), 5)
+	if n%2 == 0 {
+		n--
+	}
+	return ids[:n]
+}
+
+func (c *Config) nodeIDs() []uint64 {
+	ids := make([]uint64, 0, len(c.InitialCluster))
+	for id := range c.InitialCluster {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ParseCluster parses "1=host:port,2=host:port".
+func ParseCluster(s string) (map[uint64]string, error) {
+	out := map[uint64]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(part, "=")
+		id, err := strconv.ParseUint(idStr, 10, 64)
+		if !ok || err != nil || id == 0 {
+			return nil, fmt.Errorf("initial cluster entry %q: want id=host:port with a non-zero id", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("initial cluster entry %q: %w", part, err)
+		}
+		if _, dup := out[id]; dup {
+			return nil, fmt.Errorf("initial cluster: node %d listed twice", id)
+		}
+		out[id] = addr
+	}
+	if len(out) == 0 {
+		return nil, errors.New("initial cluster is empty")
+	}
+	return out, nil
+}
+
+// FormatCluster is the inverse of ParseCluster.
+func FormatCluster(m map[uint64]string) string {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%d=%s", id, m[id])
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+const (
+	resourceTopic  = kmsg.ConfigResourceTypeTopic
+	resourceBroker = kmsg.ConfigResourceTypeBroker
+)
+
+// serveDescribeConfigs describes topic configs (every key raftq knows,
+// explicit or default) and a few read-only broker settings.
+func (n *Node) serveDescribeConfigs(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.DescribeConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range r.Resources {
+		out := kmsg.NewDescribeConfigsResponseResource()
+		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		var cfgs []kmsg.DescribeConfigsResponseResourceConfig
+		switch rr.ResourceType {
+		case resourceTopic:
+			t := n.meta.View().Topics[rr.ResourceName]
+			if t == nil {
+				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				break
+			}
+			cfgs = topicConfigEntries(t, r.IncludeDocumentation)
+		case resourceBroker:
+			cfgs = n.brokerConfigEntries()
+		default:
+			out.ErrorCode = kerr.InvalidRequest.Code
+		}
+		for _, c := range cfgs {
+			if len(rr.ConfigNames) == 0 || slices.Contains(rr.ConfigNames, c.Name) {
+				out.Configs = append(out.Configs, c)
+			}
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	return kafka.Ready(resp)
+}
+
+func topicConfigEntries(t *coordinator.Topic, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, d := range coordinator.TopicConfigDefs() {
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		v := t.Config(d.Name)
+		c.Name, c.Value = d.Name, &v
+		c.Source = configSource(t, d.Name)
+		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+		if docs {
+			doc := d.Doc
+			c.Documentation = &doc
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (n *Node) brokerConfigEntries() []kmsg.DescribeConfigsResponseResourceConfig {
+	vals := [][2]string{
+		{"broker.id", strconv.FormatUint(n.cfg.NodeID, 10)},
+		{"auto.create.topics.enable", strconv.FormatBool(n.cfg.AutoCreateTopics)},
+		{"num.partitions", strconv.Itoa(int(n.cfg.DefaultPartitions))},
+		{"default.replication.factor", strconv.Itoa(int(n.cfg.DefaultReplicationFactor))},
+		{"raftq.fsync", n.cfg.Fsync.String()},
+	}
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, kv := range vals {
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		v := kv[1]
+		c.Name, c.Value, c.ReadOnly, c.Source = kv[0], &v, true, kmsg.ConfigSourceStaticBrokerConfig
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+// Package broker is one raftq node: it wires the raft host, the peer
+// transport, the cluster metadata (group 0), the local partition replicas
+// and the Kafka listener, and serves one Kafka API per file (produce.go,
+// fetch.go, metadata.go, ...).
+//
+// # Data flow
+//
+// Produce: the Kafka server calls serveProduce on the connection's reader
+// goroutine, in arrival order. Each partition's batch is validated
+// (partition.ValidateBatch) and proposed to the partition's raft group
+// under the replica's produceMu, so proposals keep arrival order; a
+// goroutine then waits for the apply (acks=all: the offsets come from the
+// apply) or for the leader's durable append (acks=1: the offsets come from
+// the leader's projection, projection.go).
+//
+// Fetch reads up to the local replica's high watermark, which is its
+// applied log end; followers serve reads too. Long polls wait on the
+// logs' high-watermark channels.
+//
+// # Leadership
+//
+// Each partition's leader is its raft group's leader and the leader epoch
+// is the raft term. Nodes that host a replica know it from their raft
+// status; every other node learns it from leadership hints that leaders
+// propose to the metadata group (loops.go). Metadata answers may lag an
+// election by a moment; clients retry on NOT_LEADER_OR_FOLLOWER, which
+// carries the new leader (KIP-951) where known.
+//
+// # Goroutines
+//
+// Loops started by New: register (broker registration), reconcile (local
+// replicas follow the metadata), leader-hints, metadata-leader (learners of
+// group 0, broker liveness), retention. Each ends when Close cancels the
+// node's context.
+//
+// # Lock order
+//
+//	replica.produceMu -> (raftgroup internals)
+//	Node.mu is a leaf; producerIDs.mu is held across a metadata proposal
+//	and taken under no other lock.
+package broker

@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/partition"
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// serveFetch reads every requested partition from its local replica, up
+// to that replica's high watermark (its applied end: followers serve
+// reads too), and long-polls until MinBytes are there or MaxWait passes.
+// Fetch sessions are declined (session id 0), so clients send full
+// requests; Kafka allows a broker to do that.
+func (n *Node) serveFetch(c *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.FetchRequest)
+	f := kafka.NewFuture()
+	go func() {
+		f.Complete(n.fetch(c.Context(), r), nil)
+	}()
+	return f
+}
+
+func (n *Node) fetch(ctx context.Context, r *kmsg.FetchRequest) *kmsg.FetchResponse {
+	deadline := time.Now().Add(time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond)
+	for {
+		resp, size, watches := n.fetchOnce(r)
+		if size >= int(r.MinBytes) || len(watches) == 0 || !time.Now().Before(deadline) {
+			n.metrics.countFetch(resp)
+			return resp
+		}
+		if !waitAny(ctx, watches, deadline) {
+			resp, _, _ = n.fetchOnce(r)
+			n.metrics.countFetch(resp)
+			return resp
+		}
+	}
+}
+
+// waitAny blocks until one of watches fires (true) or the deadline or ctx
+// passes (false).
+func waitAny(ctx context.Context, watches []<-chan struct{}, deadline time.Time) bool {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(watches)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
+	for _, w := range watches {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
+}
+
+// fetchOnce builds one response from the logs as they are now. It returns
+// the bytes of records in it and, for partitions that had no error, the
+// channels that fire when their high watermark moves.
+func (n *Node) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(r.MaxBytes)
+	if r.Version < 3 || budget <= 0 {
+		budget = 1 << 30
+	}
+	total := 0
+	var watches []<-chan struct{}
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		name := topicName(n, rt.Topic, rt.TopicID)
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp, w := n.fetchPartition(r, name, rp, budget-total, total == 0)
+			total += len(sp.RecordBatches)
+			if w != nil {
+				watches = append(watches, w)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, total, watches
+}
+
+func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.FetchRequestTopicPartition, budget int, first bool) (kmsg.FetchResponseTopicPartition, <-chan struct{}) {
+	sp := kmsg.NewFetchResponseTopicPartition()
+	sp.Partition = rp.Partition
+	sp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null record set
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+	rep := n.replicaFor(topic, rp.Partition)
+	if rep == nil {
+		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, r.Version)
+		return sp, nil
+	}
+	st := rep.group.Status()
+	if code := epochCheck(rp.CurrentLeaderEpoch, st.Term); code != 0 {
+		sp.ErrorCode = code
+		return sp, nil
+	}
+	l := rep.sm.Log()
+	hw, changed := l.WatchHighWatermark()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, l.StartOffset()
+	if code := n.offsetCheck(rep, st.IsLeader(), st.Term, rp.FetchOffset, l.StartOffset(), hw); code != 0 {
+		sp.ErrorCode = code
+		return sp, nil
+	}
+	if rp.FetchOffset == hw {
+		return sp, changed
+	}
+	limit := min(int(rp.PartitionMaxBytes), budget)
+	if !first && limit <= 0 {
+		return sp, nil
+	}
+	b, err := l.Read(rp.FetchOffset, max(limit, 1), hw)
+	if err != nil {
+		sp.ErrorCode = partition.ErrorCode(err)
+		return sp, nil
+	}
+	sp.RecordBatches = b
+	return sp, nil
+}
+
+// epochCheck compares a client's leader epoch with the replica's term.
+func epochCheck(clientEpoch int32, term uint64) int16 {
+	switch {
+	case clientEpoch < 0:
+		return 0
+	case uint64(clientEpoch) < term:
+		return kerr.FencedLeaderEpoch.Code
+	case uint64(clientEpoch) > term:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
+}
+
+// offsetCheck answers offsets outside [log start, high watermark]. Above
+// the high watermark it is OUT_OF_RANGE only from a leader that has
+// applied everything earlier terms committed (its own no-op is applied),
+// whose high watermark is therefore at least any a former leader showed;
+// elsewhere it is OFFSET_NOT_AVAILABLE, which clients retry.
+func (n *Node) offsetCheck(rep *replica, leader bool, term uint64, offset, start, hw int64) int16 {
+	switch {
+	case offset < start:
+		return kerr.OffsetOutOfRange.Code
+	case offset <= hw:
+		return 0
+	case leader && rep.caughtUp(term):
+		return kerr.OffsetOutOfRange.Code
+	}
+	return kerr.OffsetNotAvailable.Code
+}
+
+// caughtUp reports whether the replica has applied its leader's no-op of
+// term, and so everything committed before it.
+func (r *replica) caughtUp(term uint64) bool {
+	eps := r.sm.Epochs()
+	return len(eps) > 0 && uint64(eps[len(eps)-1].Epoch) == term
+}
+
+// noReplicaCode is the error for a partition this node does not host.
+func (n *Node) noReplicaCode(topic string, index int32, version int16) int16 {
+	if _, ok := n.partitionRef(topic, index); ok {
+		return kerr.NotLeaderForPartition.Code
+	}
+	if topic == "" && version >= 13 {
+		return kerr.UnknownTopicID.Code
+	}
+	return kerr.UnknownTopicOrPartition.Code
+}
+

@@ -1,0 +1,38 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// handler routes every Kafka API raftq serves to its file in this package.
+// Every key is advertised from version 0, as Kafka 4.0 does, because
+// librdkafka before 2.11 enables features only on exact version overlap;
+// requests in message formats older than v2 are refused per partition.
+func (n *Node) handler() kafka.Handler {
+	m := kafka.NewMux()
+	route := func(key, maxVersion int16, fn kafka.ServeFunc) {
+		m.Handle(kafka.APIRange{Key: key, MinVersion: 0, MaxVersion: maxVersion}, fn)
+	}
+	route(kmsg.ApiVersions.Int16(), 4, n.serveApiVersions)
+	route(kmsg.Metadata.Int16(), 12, n.serveMetadata)
+	route(kmsg.Produce.Int16(), 12, n.serveProduce)
+	route(kmsg.Fetch.Int16(), 16, n.serveFetch)
+	route(kmsg.ListOffsets.Int16(), 9, n.serveListOffsets)
+	route(kmsg.OffsetForLeaderEpoch.Int16(), 4, n.serveOffsetForLeaderEpoch)
+	route(kmsg.InitProducerID.Int16(), 5, n.serveInitProducerID)
+	route(kmsg.CreateTopics.Int16(), 7, n.serveCreateTopics)
+	route(kmsg.DeleteTopics.Int16(), 6, n.serveDeleteTopics)
+	route(kmsg.CreatePartitions.Int16(), 3, n.serveCreatePartitions)
+	route(kmsg.DescribeConfigs.Int16(), 4, n.serveDescribeConfigs)
+	route(kmsg.IncrementalAlterConfigs.Int16(), 1, n.serveIncrementalAlterConfigs)
+	route(kmsg.DescribeCluster.Int16(), 1, n.serveDescribeCluster)
+	route(kmsg.DeleteRecords.Int16(), 2, n.serveDeleteRecords)
+	n.routeGroups(route)
+	n.apis = m.APIs()
+	return m
+}
+
+// routeGroups is where the consumer-group APIs join the mux.
+func (n *Node) routeGroups(func(key, maxVersion int16, fn kafka.ServeFunc)) {}

@@ -1,0 +1,79 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/partition"
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// maxTimestamp is ListOffsets' "offset of the largest timestamp" (v7+).
+const maxTimestamp int64 = -3
+
+// serveListOffsets answers earliest, latest and by-timestamp lookups from
+// the partition leader, up to its high watermark.
+func (n *Node) serveListOffsets(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := kmsg.NewListOffsetsResponseTopic()
+		st.Topic = rt.Topic
+		for j := range rt.Partitions {
+			st.Partitions = append(st.Partitions, n.listOffset(r, rt.Topic, &rt.Partitions[j]))
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return kafka.Ready(resp)
+}
+
+func (n *Node) listOffset(r *kmsg.ListOffsetsRequest, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
+	sp := kmsg.NewListOffsetsResponseTopicPartition()
+	sp.Partition, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, -1, -1, -1
+	rep := n.replicaFor(topic, rp.Partition)
+	if rep == nil {
+		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, 0)
+		return sp
+	}
+	st := rep.group.Status()
+	if !st.IsLeader() {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return sp
+	}
+	if code := epochCheck(rp.CurrentLeaderEpoch, st.Term); code != 0 {
+		sp.ErrorCode = code
+		return sp
+	}
+	l := rep.sm.Log()
+	hw := l.HighWatermark()
+	ts := rp.Timestamp
+	if ts == maxTimestamp {
+		ts = partition.ListLatest // no separate max-timestamp index; the latest is a fair answer
+	}
+	off, at, err := l.ListOffset(ts, hw)
+	if err != nil {
+		sp.ErrorCode = partition.ErrorCode(err)
+		return sp
+	}
+	sp.Offset, sp.Timestamp = off, at
+	if off >= 0 {
+		sp.LeaderEpoch = epochAt(rep.sm.Epochs(), off)
+	}
+	if r.Version == 0 {
+		sp.OldStyleOffsets = []int64{off}
+	}
+	return sp
+}
+
+// epochAt returns the leader epoch in force at offset.
+func epochAt(eps []partition.EpochStart, offset int64) int32 {
+	e := int32(-1)
+	for _, s := range eps {
+		if s.StartOffset > offset {
+			break
+		}
+		e = s.Epoch
+	}
+	return e
+}

@@ -1,0 +1,190 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/raftq/raftq/coordinator"
+)
+
+// registerLoop registers this broker's addresses in the metadata, and
+// again whenever the registration there differs (a restart with new
+// addresses, or a snapshot that predates it).
+func (n *Node) registerLoop(ctx context.Context) {
+	_, peerAddr, adminAddr := n.Addrs()
+	me := coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr}
+	for {
+		changed := n.meta.Changed()
+		if b, ok := n.meta.View().Brokers[me.ID]; !ok || b.KafkaAddr != me.KafkaAddr || b.PeerAddr != me.PeerAddr || b.AdminAddr != me.AdminAddr {
+			if _, err := n.proposeMetaRetry(ctx, &coordinator.Command{RegisterBroker: &me}); err == nil {
+				n.log.Info("registered broker", "kafka", me.KafkaAddr)
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// hintLoop reports partitions this node leads to the metadata group, so
+// that every node's Metadata answers name the leader.
+func (n *Node) hintLoop(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+		n.reportLeadership(ctx)
+	}
+}
+
+func (n *Node) reportLeadership(ctx context.Context) {
+	var hints []coordinator.LeaderHint
+	var rs []*replica
+	st := n.meta.View()
+	for _, r := range n.replicaList() {
+		s := r.group.Status()
+		if !s.IsLeader() || s.Term <= r.hinted {
+			continue
+		}
+		if ref, ok := st.PartitionByGroup(r.gid); ok && ref.Partition.Leader == n.cfg.NodeID && ref.Partition.LeaderTerm == s.Term {
+			r.hinted = s.Term
+			continue
+		}
+		hints = append(hints, coordinator.LeaderHint{Group: r.gid, Leader: n.cfg.NodeID, Term: s.Term})
+		rs = append(rs, r)
+	}
+	if len(hints) == 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := n.proposeMeta(pctx, &coordinator.Command{LeaderHints: hints}); err != nil {
+		return // retried next tick
+	}
+	for i, r := range rs {
+		r.hinted = hints[i].Term
+	}
+}
+
+// metadataLeaderLoop does the metadata leader's housekeeping: it adds
+// nodes beyond the voters as learners of group 0 and marks brokers alive
+// or dead by whether this node hears from them.
+func (n *Node) metadataLeaderLoop(ctx context.Context) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastHeard := map[uint64]time.Time{}
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+		if !n.group.Status().IsLeader() {
+			clear(lastHeard)
+			continue
+		}
+		n.addLearners(ctx)
+		n.updateLiveness(ctx, lastHeard)
+	}
+}
+
+func (n *Node) addLearners(ctx context.Context) {
+	members := n.group.Status().Members()
+	for _, id := range n.cfg.nodeIDs() {
+		if containsID(members, id) {
+			continue
+		}
+		cc := learnerChange(id)
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if p, err := n.group.ProposeConfChange(pctx, cc); err == nil {
+			_, err = p.Wait(pctx)
+			n.log.Info("added metadata learner", "id", id, "err", err)
+		}
+		cancel()
+		return // one change at a time
+	}
+}
+
+// deadAfter is how long the metadata leader must not hear from a broker
+// before it marks it dead.
+func (n *Node) deadAfter() time.Duration {
+	return 3 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+}
+
+func (n *Node) updateLiveness(ctx context.Context, lastHeard map[uint64]time.Time) {
+	now := time.Now()
+	peers := n.peer.Stats().Peers
+	for id, b := range n.meta.View().Brokers {
+		connected := id == n.cfg.NodeID || peers[id].Connected
+		if connected {
+			lastHeard[id] = now
+		} else if _, ok := lastHeard[id]; !ok {
+			lastHeard[id] = now // grace period from when we became leader
+		}
+		alive := now.Sub(lastHeard[id]) < n.deadAfter()
+		if alive == b.Alive {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := n.proposeMeta(pctx, &coordinator.Command{SetAlive: &coordinator.SetAlive{ID: id, Alive: alive}})
+		cancel()
+		n.log.Info("broker liveness", "id", id, "alive", alive, "err", err)
+	}
+}
+
+// retentionLoop has each partition leader apply retention: it proposes
+// the new log start, which every replica applies.
+func (n *Node) retentionLoop(ctx context.Context) {
+	tick := time.NewTicker(n.cfg.RetentionCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+		for _, r := range n.replicaList() {
+			n.applyRetention(ctx, r)
+		}
+	}
+}
+
+func (n *Node) applyRetention(ctx context.Context, r *replica) {
+	if !r.group.Status().IsLeader() {
+		return
+	}
+	l := r.sm.Log()
+	off := l.RetentionOffset()
+	if off <= l.StartOffset() {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	code := n.advanceStart(pctx, r, off)
+	n.log.Info("retention", "topic", r.topic, "partition", r.index, "log_start", off, "code", code)
+}
+
+func containsID(ids []uint64, id uint64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// learnerChange adds id to a group as a learner.
+func learnerChange(id uint64) *raftpb.ConfChangeV2 {
+	return &raftpb.ConfChangeV2{Changes: []*raftpb.ConfChangeSingle{
+		{Type: raftpb.ConfChangeAddLearnerNode.Enum(), NodeId: proto.Uint64(id)},
+	}}
+}

@@ -1,0 +1,194 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// serveMetadata answers from this node's copy of the metadata: brokers,
+// and per partition its replicas and leader. The leader and its epoch (the
+// raft term) come from the local raft group where this node hosts a
+// replica, and from the leadership hints in the metadata elsewhere.
+// Unknown topics are created when the client allows it and the broker is
+// configured to.
+func (n *Node) serveMetadata(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.MetadataRequest)
+	if n.wantsAutoCreate(r) {
+		f := kafka.NewFuture()
+		go func() {
+			n.autoCreate(missingTopics(n.meta.View(), r))
+			f.Complete(n.metadataResponse(r), nil)
+		}()
+		return f
+	}
+	return kafka.Ready(n.metadataResponse(r))
+}
+
+func (n *Node) metadataResponse(r *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	st := n.meta.View()
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Brokers = n.brokerList(st)
+	resp.ClusterID = &n.cfg.ClusterID
+	resp.ControllerID = n.controllerID()
+	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	if all {
+		for _, name := range st.TopicNames() {
+			resp.Topics = append(resp.Topics, n.topicMetadata(st, st.Topics[name], r.Version))
+		}
+		return resp
+	}
+	for _, rt := range r.Topics {
+		t := lookupTopic(st, rt.Topic, rt.TopicID)
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, n.topicMetadata(st, t, r.Version))
+	}
+	return resp
+}
+
+// lookupTopic finds a topic by name, or by id when no name is given.
+func lookupTopic(st *coordinator.State, name *string, id [16]byte) *coordinator.Topic {
+	if name != nil && *name != "" {
+		return st.Topics[*name]
+	}
+	if t, ok := st.TopicByID(id); ok && id != ([16]byte{}) {
+		return t
+	}
+	return nil
+}
+
+func (n *Node) brokerList(st *coordinator.State) []kmsg.MetadataResponseBroker {
+	var out []kmsg.MetadataResponseBroker
+	for _, id := range st.BrokerIDs() {
+		b := st.Brokers[id]
+		host, port := splitHostPort(b.KafkaAddr)
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = int32(id), host, port
+		if b.Rack != "" {
+			mb.Rack = &b.Rack
+		}
+		out = append(out, mb)
+	}
+	return out
+}
+
+func splitHostPort(addr string) (string, int32) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	port, _ := strconv.Atoi(portStr)
+	return host, int32(port)
+}
+
+// controllerID is the metadata group's leader, which serves admin
+// requests best (any node forwards them).
+func (n *Node) controllerID() int32 {
+	if l := n.group.Status().Leader; l != 0 {
+		return int32(l)
+	}
+	return -1
+}
+
+func (n *Node) topicMetadata(st *coordinator.State, t *coordinator.Topic, version int16) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal
+	for i := range t.Partitions {
+		mt.Partitions = append(mt.Partitions, n.partitionMetadata(st, &t.Partitions[i]))
+	}
+	return mt
+}
+
+func (n *Node) partitionMetadata(st *coordinator.State, p *coordinator.Partition) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition = p.Index
+	leader, term := n.leaderOf(p)
+	mp.Leader, mp.LeaderEpoch = -1, int32(term)
+	if b, ok := st.Brokers[leader]; ok && b.Alive {
+		mp.Leader = int32(leader)
+	} else {
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	}
+	for _, id := range p.Replicas {
+		mp.Replicas = append(mp.Replicas, int32(id))
+		if b, ok := st.Brokers[id]; ok && b.Alive {
+			mp.ISR = append(mp.ISR, int32(id))
+		} else {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, int32(id))
+		}
+	}
+	return mp
+}
+
+// leaderOf returns the best-known leader of p and its term: the local
+// raft group's view when this node hosts a replica and knows a leader at
+// least as new as the metadata hint, else the hint.
+func (n *Node) leaderOf(p *coordinator.Partition) (uint64, uint64) {
+	if r := n.replicaByGroup(p.Group); r != nil {
+		if s := r.group.Status(); s.Leader != 0 && s.Term >= p.LeaderTerm {
+			return s.Leader, s.Term
+		}
+	}
+	return p.Leader, p.LeaderTerm
+}
+
+func (n *Node) wantsAutoCreate(r *kmsg.MetadataRequest) bool {
+	return n.cfg.AutoCreateTopics && r.AllowAutoTopicCreation && len(missingTopics(n.meta.View(), r)) > 0
+}
+
+func missingTopics(st *coordinator.State, r *kmsg.MetadataRequest) []string {
+	var out []string
+	for _, rt := range r.Topics {
+		if rt.Topic != nil && *rt.Topic != "" && st.Topics[*rt.Topic] == nil {
+			out = append(out, *rt.Topic)
+		}
+	}
+	return out
+}
+
+// autoCreate creates topics with the broker defaults, ignoring failures
+// (the response then reports the topic unknown, and the client retries).
+func (n *Node) autoCreate(names []string) {
+	ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+	defer cancel()
+	for _, name := range names {
+		rf := min(n.cfg.DefaultReplicationFactor, int16(max(1, liveBrokers(n.meta.View()))))
+		c := &coordinator.CreateTopic{Name: name, ID: newTopicID(), Partitions: n.cfg.DefaultPartitions, ReplicationFactor: rf}
+		if res, err := n.proposeMeta(ctx, &coordinator.Command{CreateTopic: c}); err != nil || res.Err != nil {
+			n.log.Info("auto-create topic", "topic", name, "err", err, "result", res.Err)
+		}
+	}
+}
+
+func liveBrokers(st *coordinator.State) int {
+	k := 0
+	for _, b := range st.Brokers {
+		if b.Alive {
+			k++
+		}
+	}
+	return k
+}
+
+func newTopicID() [16]byte {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	id[6] = id[6]&0x0f | 0x40 // a version-4 UUID, as Kafka's are
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}

@@ -1,0 +1,236 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/internal/logging"
+	"github.com/raftq/raftq/raftgroup"
+	"github.com/raftq/raftq/transport/kafka"
+	"github.com/raftq/raftq/transport/peer"
+)
+
+// Node is one raftq broker: the raft host with its metadata group and
+// partition groups, the peer transport, the Kafka listener and the admin
+// HTTP server.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	advert string // advertised Kafka address
+
+	peer  *peer.Transport
+	host  *raftgroup.Host
+	meta  *coordinator.Metadata
+	group *raftgroup.Group // group 0
+
+	kafka   *kafka.Server
+	admin   *http.Server
+	adminLn net.Listener
+	metrics *metrics
+	apis    []kafka.APIRange
+
+	mu       sync.Mutex // guards replicas and closed
+	replicas map[uint64]*replica
+	closed   bool
+
+	pids producerIDs
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New creates a node from cfg and starts it: it listens on its three
+// addresses, joins the metadata group and begins to host the partitions
+// the metadata places on it. It returns once it is listening; the cluster
+// may still be electing leaders.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	advert, _ := cfg.advertisedKafka()
+	n := &Node{
+		cfg: cfg, advert: advert,
+		log:      logging.Discard(cfg.Logger).With("node", cfg.NodeID),
+		meta:     coordinator.NewMetadata(),
+		replicas: map[uint64]*replica{},
+		metrics:  newMetrics(),
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.start(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start() error {
+	if err := claimDataDir(n.cfg.DataDir, n.cfg.ClusterID, n.cfg.NodeID); err != nil {
+		return err
+	}
+	raftgroup.SetWALSegmentSize(n.cfg.WALSegmentBytes)
+	if err := n.startRaft(); err != nil {
+		return err
+	}
+	if err := n.startMetadataGroup(); err != nil {
+		return err
+	}
+	if err := n.startKafka(); err != nil {
+		return err
+	}
+	if err := n.startAdmin(); err != nil {
+		return err
+	}
+	n.goLoop("register", n.registerLoop)
+	n.goLoop("reconcile", n.reconcileLoop)
+	n.goLoop("leader-hints", n.hintLoop)
+	n.goLoop("metadata-leader", n.metadataLeaderLoop)
+	n.goLoop("retention", n.retentionLoop)
+	n.log.Info("node started", "kafka", n.kafka.Addr(), "peer", n.peer.Addr(), "admin", n.adminLn.Addr(),
+		"cluster", n.cfg.ClusterID, "fsync", n.cfg.Fsync)
+	return nil
+}
+
+func (n *Node) startRaft() error {
+	pc := peer.DefaultConfig()
+	pc.ClusterID, pc.NodeID, pc.ListenAddr = n.cfg.ClusterID, n.cfg.NodeID, n.cfg.PeerAddr
+	pc.Peers = map[uint64]string{}
+	for id, addr := range n.cfg.InitialCluster {
+		if id != n.cfg.NodeID {
+			pc.Peers[id] = addr
+		}
+	}
+	pc.Logger = n.log.With("component", "peer")
+	pc.Dial = peerDialer(n.cfg.PeerAddr)
+	t, err := peer.New(pc)
+	if err != nil {
+		return fmt.Errorf("peer transport: %w", err)
+	}
+	n.peer = t
+	hc := raftgroup.DefaultConfig()
+	hc.NodeID, hc.DataDir, hc.Transport = n.cfg.NodeID, n.cfg.DataDir, t
+	hc.TickInterval, hc.ElectionTicks, hc.HeartbeatTicks = n.cfg.TickInterval, n.cfg.ElectionTicks, n.cfg.HeartbeatTicks
+	hc.SnapshotEntries, hc.Fsync = n.cfg.SnapshotEntries, n.cfg.Fsync
+	hc.SnapshotCatchUpEntries = min(hc.SnapshotCatchUpEntries, n.cfg.SnapshotEntries)
+	hc.Logger = n.log.With("component", "raft")
+	hc.ObserveSync = func(d time.Duration) { n.metrics.walSync.Observe(d.Seconds()) }
+	h, err := raftgroup.NewHost(hc)
+	if err != nil {
+		return fmt.Errorf("raft host: %w", err)
+	}
+	n.host = h
+	if err := t.Start(h); err != nil {
+		return fmt.Errorf("peer transport: %w", err)
+	}
+	return nil
+}
+
+// startMetadataGroup opens group 0: the first 1, 3 or 5 nodes bootstrap it
+// as voters; any other node joins it empty and is added as a learner by
+// the metadata leader.
+func (n *Node) startMetadataGroup() error {
+	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true}
+	if voters := n.cfg.metadataVoters(); slices.Contains(voters, n.cfg.NodeID) {
+		gc.Peers = voters
+	} else {
+		gc.Join = true
+	}
+	g, err := n.host.CreateGroup(gc)
+	if err != nil {
+		return fmt.Errorf("metadata group: %w", err)
+	}
+	n.group = g
+	return nil
+}
+
+func (n *Node) startKafka() error {
+	kc := kafka.DefaultConfig()
+	kc.Addr = n.cfg.KafkaAddr
+	kc.MaxFrameBytes = int(n.cfg.MaxRequestBytes)
+	kc.Logger = n.log.With("component", "kafka")
+	kc.Observer = n.metrics
+	s, err := kafka.Start(kc, n.handler())
+	if err != nil {
+		return fmt.Errorf("kafka listener: %w", err)
+	}
+	n.kafka = s
+	return nil
+}
+
+// peerDialer dials peers from the IP of our own peer address, so that
+// a network partition keyed on node addresses (chaos/) cuts our traffic
+// too; with a wildcard peer address the kernel picks.
+func peerDialer(peerAddr string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{}
+	if host, _, err := net.SplitHostPort(peerAddr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		}
+	}
+	return d.DialContext
+}
+
+// goLoop runs fn until Close, logging how it ended.
+func (n *Node) goLoop(name string, fn func(ctx context.Context)) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		fn(n.ctx)
+		n.log.Debug("loop stopped", "loop", name)
+	}()
+}
+
+// Close stops the node: listeners first, then the loops, the partition
+// replicas and the raft host.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	n.cancel()
+	var errs []error
+	if n.kafka != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		errs = append(errs, n.kafka.Shutdown(ctx))
+		cancel()
+	}
+	if n.admin != nil {
+		errs = append(errs, n.admin.Close())
+	}
+	n.wg.Wait()
+	if n.host != nil {
+		errs = append(errs, n.host.Close())
+	}
+	if n.peer != nil {
+		errs = append(errs, n.peer.Close())
+	}
+	errs = append(errs, n.closeReplicas())
+	return errors.Join(errs...)
+}
+
+// Addrs reports the bound addresses (useful with port 0).
+func (n *Node) Addrs() (kafkaAddr, peerAddr, adminAddr string) {
+	return n.kafka.Addr().String(), n.peer.Addr().String(), n.adminLn.Addr().String()
+}
+
+// ID returns the node id.
+func (n *Node) ID() uint64 { return n.cfg.NodeID }
+
+// Metadata returns the current cluster metadata.
+func (n *Node) Metadata() *coordinator.State { return n.meta.View() }
+
+func (n *Node) logDir(topic string, index int32) string {
+	return filepath.Join(n.cfg.DataDir, "log", fmt.Sprintf("%s-%d", topic, index))
+}

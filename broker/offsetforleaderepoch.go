@@ -1,0 +1,47 @@
+package broker
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// serveOffsetForLeaderEpoch answers from the partition's epoch starts,
+// which are raft term boundaries: a consumer that saw epoch E learns where
+// E ended, and so whether the log it read was truncated since.
+func (n *Node) serveOffsetForLeaderEpoch(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
+	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		st.Topic = rt.Topic
+		for j := range rt.Partitions {
+			st.Partitions = append(st.Partitions, n.epochEnd(rt.Topic, &rt.Partitions[j]))
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return kafka.Ready(resp)
+}
+
+func (n *Node) epochEnd(topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+	sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+	sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
+	rep := n.replicaFor(topic, rp.Partition)
+	if rep == nil {
+		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, 0)
+		return sp
+	}
+	st := rep.group.Status()
+	if !st.IsLeader() {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return sp
+	}
+	if code := epochCheck(rp.CurrentLeaderEpoch, st.Term); code != 0 {
+		sp.ErrorCode = code
+		return sp
+	}
+	sp.LeaderEpoch, sp.EndOffset = rep.sm.EndOffsetFor(rp.LeaderEpoch)
+	return sp
+}

@@ -1,0 +1,203 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/partition"
+	"github.com/raftq/raftq/raftgroup"
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// serveProduce validates each partition's batch, proposes it to the
+// partition's raft group in arrival order, and answers when every
+// partition is done: acks=all once applied (offsets are assigned at apply),
+// acks=1 once the leader's own WAL holds it, acks=0 never.
+func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	var waits []func(context.Context)
+	for i := range r.Topics {
+		rt := &r.Topics[i]
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			sp := &resp.Topics[i].Partitions[j]
+			if w := n.startProduce(c.Context(), r, &r.Topics[i], &r.Topics[i].Partitions[j], sp); w != nil {
+				waits = append(waits, w)
+			}
+		}
+	}
+	n.metrics.countProduce(resp)
+	if r.Acks == 0 {
+		return kafka.NoResponse()
+	}
+	if len(waits) == 0 {
+		return kafka.Ready(resp)
+	}
+	f := kafka.NewFuture()
+	timeout := time.Duration(max(r.TimeoutMillis, 1)) * time.Millisecond
+	go func() {
+		ctx, cancel := context.WithTimeout(c.Context(), timeout)
+		defer cancel()
+		for _, w := range waits {
+			w(ctx)
+		}
+		f.Complete(resp, nil)
+	}()
+	return f
+}
+
+// startProduce handles one partition of a produce request. It fills sp at
+// once for an error, or returns a wait that fills it.
+func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kmsg.ProduceRequestTopic, rp *kmsg.ProduceRequestTopicPartition, sp *kmsg.ProduceResponseTopicPartition) func(context.Context) {
+	fail := func(err error, msg string) func(context.Context) {
+		sp.BaseOffset, sp.LogStartOffset = -1, -1
+		sp.ErrorCode = errCode(err)
+		if msg != "" {
+			sp.ErrorMessage = &msg
+		}
+		return nil
+	}
+	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
+		return fail(kerr.InvalidRequiredAcks, "acks must be -1, 0 or 1")
+	}
+	name := topicName(n, rt.Topic, rt.TopicID)
+	rep := n.replicaFor(name, rp.Partition)
+	if rep == nil {
+		if _, ok := n.partitionRef(name, rp.Partition); !ok {
+			return fail(kerr.UnknownTopicOrPartition, "")
+		}
+		n.fillLeader(sp, name, rp.Partition)
+		return fail(kerr.NotLeaderForPartition, "this node hosts no replica of the partition")
+	}
+	info, err := partition.ValidateBatch(rp.Records, rep.maxBatchBytes)
+	if err != nil {
+		return fail(codeErr(partition.ErrorCode(err)), err.Error())
+	}
+	if info.Control() || info.Transactional() {
+		return fail(kerr.InvalidRecord, "transactional and control batches are not supported")
+	}
+	return n.proposeBatch(ctx, rep, r.Acks, rp.Records, info, sp)
+}
+
+// proposeBatch proposes one validated batch, holding the replica's produce
+// lock so that proposals keep arrival order and the acks=1 projection
+// stays exact.
+func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch []byte, info partition.BatchInfo, sp *kmsg.ProduceResponseTopicPartition) func(context.Context) {
+	rep.produceMu.Lock()
+	st := rep.group.Status()
+	if !st.IsLeader() {
+		rep.produceMu.Unlock()
+		n.fillLeaderFromStatus(sp, st)
+		sp.BaseOffset, sp.LogStartOffset = -1, -1
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return nil
+	}
+	base, projected := rep.project(st, int64(info.NumRecords), info.Idempotent())
+	p, err := rep.group.Propose(ctx, partition.ProduceEntry(batch))
+	if err != nil {
+		rep.invalidate()
+		rep.produceMu.Unlock()
+		sp.BaseOffset, sp.LogStartOffset = -1, -1
+		sp.ErrorCode = proposeErrCode(err)
+		return nil
+	}
+	rep.track(p)
+	rep.produceMu.Unlock()
+	early := acks == 1 || (acks == -1 && n.cfg.UnsafeAckBeforeCommit)
+	return func(ctx context.Context) {
+		if early && projected {
+			n.awaitAppended(ctx, rep, p, base, sp)
+			return
+		}
+		n.awaitApplied(ctx, rep, p, sp)
+	}
+}
+
+// awaitAppended answers once the batch is durable in the leader's WAL,
+// with the offset the projection gave it.
+func (n *Node) awaitAppended(ctx context.Context, rep *replica, p *raftgroup.Proposal, base int64, sp *kmsg.ProduceResponseTopicPartition) {
+	if _, _, err := p.WaitAppended(ctx); err != nil {
+		sp.BaseOffset, sp.LogStartOffset = -1, -1
+		sp.ErrorCode = proposeErrCode(err)
+		return
+	}
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = base, -1, rep.sm.Log().StartOffset()
+}
+
+func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Proposal, sp *kmsg.ProduceResponseTopicPartition) {
+	res, err := p.Wait(ctx)
+	if err != nil {
+		sp.BaseOffset, sp.LogStartOffset = -1, -1
+		sp.ErrorCode = proposeErrCode(err)
+		return
+	}
+	pr, ok := res.Value.(*partition.ProduceResult)
+	if !ok {
+		sp.ErrorCode = kerr.UnknownServerError.Code
+		return
+	}
+	sp.LogAppendTime = -1
+	if pr.Err != nil {
+		sp.BaseOffset, sp.LogStartOffset = -1, pr.LogStart
+		sp.ErrorCode = errCode(pr.Err)
+		msg := pr.Err.Error()
+		sp.ErrorMessage = &msg
+		return
+	}
+	sp.BaseOffset, sp.LogStartOffset = pr.Base, pr.LogStart
+}
+
+// proposeErrCode maps a raftgroup proposal failure to a retriable Kafka
+// error: the client refreshes metadata and retries on the leader.
+func proposeErrCode(err error) int16 {
+	switch {
+	case errors.Is(err, raftgroup.ErrNotLeader), errors.Is(err, raftgroup.ErrProposalLost):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, raftgroup.ErrOutcomeUnknown):
+		return kerr.RequestTimedOut.Code
+	case errors.Is(err, raftgroup.ErrProposalDropped):
+		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, raftgroup.ErrStopped):
+		return kerr.KafkaStorageError.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errCode returns the Kafka code of err (a *kerr.Error, or wrapping one).
+func errCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return partition.ErrorCode(err)
+}
+
+func codeErr(code int16) error { return kerr.ErrorForCode(code) }
+
+// topicName resolves a request's topic by name or, for versions that send
+// ids, by id ("" if unknown).
+func topicName(n *Node, name string, id [16]byte) string {
+	if name != "" {
+		return name
+	}
+	if t, ok := n.meta.View().TopicByID(id); ok {
+		return t.Name
+	}
+	return ""
+}

@@ -1,0 +1,175 @@
+package broker
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/partition"
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// replica is this node's replica of one partition: its raft group and the
+// partition state machine the group applies to.
+type replica struct {
+	topic   string
+	topicID [16]byte
+	index   int32
+	gid     uint64
+	dir     string
+	group   *raftgroup.Group
+	sm      *partition.Replica
+
+	// maxBatchBytes is the topic's max.message.bytes when the replica was
+	// opened; produce refuses larger batches before proposing them.
+	maxBatchBytes int
+
+	// produceMu orders proposals: a connection's produce requests reach
+	// raft in the order they arrived.
+	produceMu sync.Mutex
+	proj      projection // guarded by produceMu (but inflight)
+	hinted    uint64 // last term reported as a leadership hint (hint loop only)
+}
+
+// groupMarker names the raft group a partition directory belongs to, so
+// that a directory left by a deleted topic of the same name is never
+// mistaken for a new one's.
+const groupMarker = "raft.group"
+
+// openReplica opens (creating if new) the local replica of ref and starts
+// its raft group.
+func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
+	t, p := ref.Topic, ref.Partition
+	r := &replica{topic: t.Name, topicID: t.ID, index: p.Index, gid: p.Group, dir: n.logDir(t.Name, p.Index)}
+	if err := claimPartitionDir(r.dir, r.gid); err != nil {
+		return nil, err
+	}
+	cfg := partition.ReplicaConfig{Dir: r.dir, Log: logConfig(t), Logger: n.log.With("topic", t.Name, "partition", p.Index)}
+	sm, err := partition.OpenReplica(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.sm, r.maxBatchBytes = sm, int(t.ConfigInt("max.message.bytes"))
+	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: sm})
+	if err != nil {
+		_ = sm.Close()
+		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, p.Index, err)
+	}
+	r.group = g
+	if p.Replicas[0] == n.cfg.NodeID && g.Status().Term == 0 {
+		// A brand-new group: let the preferred leader stand first, so that
+		// leaders spread as placement intended.
+		_ = g.Campaign()
+	}
+	return r, nil
+}
+
+// logConfig turns a topic's configs into the partition log's.
+func logConfig(t *coordinator.Topic) partition.Config {
+	c := partition.DefaultConfig()
+	c.SegmentBytes = min(t.ConfigInt("segment.bytes"), math.MaxInt32)
+	c.SegmentAge = time.Duration(t.ConfigInt("segment.ms")) * time.Millisecond
+	c.IndexIntervalBytes = int(max(t.ConfigInt("index.interval.bytes"), 1))
+	// Apply must never refuse a committed batch for its size, so the log
+	// takes anything a segment can hold; produce enforces max.message.bytes.
+	c.MaxBatchBytes = int(c.SegmentBytes)
+	c.RetentionBytes = t.ConfigInt("retention.bytes")
+	if ms := t.ConfigInt("retention.ms"); ms > 0 {
+		c.RetentionAge = time.Duration(ms) * time.Millisecond
+	} else {
+		c.RetentionAge = 0
+	}
+	return c
+}
+
+// claimPartitionDir makes dir belong to group gid, removing what another
+// (deleted) group left there.
+func claimPartitionDir(dir string, gid uint64) error {
+	marker := filepath.Join(dir, groupMarker)
+	b, err := os.ReadFile(marker)
+	if err == nil {
+		if got, perr := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); perr == nil && got == gid {
+			return nil
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("remove stale partition dir %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("partition dir %s: %w", dir, err)
+	}
+	return writeIdentityFile(marker, []byte(strconv.FormatUint(gid, 10)+"\n"))
+}
+
+func markerGroup(dir string) (uint64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, groupMarker))
+	if err != nil {
+		return 0, false
+	}
+	gid, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return gid, err == nil
+}
+
+// close stops the replica's group and closes its log; purge also removes
+// its data.
+func (n *Node) closeReplica(r *replica, purge bool) error {
+	err := n.host.RemoveGroup(r.gid, purge)
+	if cerr := r.sm.Close(); err == nil {
+		err = cerr
+	}
+	if purge {
+		if rerr := os.RemoveAll(r.dir); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+func (n *Node) closeReplicas() error {
+	n.mu.Lock()
+	rs := n.replicas
+	n.replicas = map[uint64]*replica{}
+	n.mu.Unlock()
+	var first error
+	for _, r := range rs {
+		if err := r.sm.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// replicaFor returns the local replica of a topic partition, if any.
+func (n *Node) replicaFor(topic string, index int32) *replica {
+	ref, ok := n.partitionRef(topic, index)
+	if !ok {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.replicas[ref.Partition.Group]
+}
+
+func (n *Node) partitionRef(topic string, index int32) (coordinator.PartitionRef, bool) {
+	t, ok := n.meta.View().Topics[topic]
+	if !ok || index < 0 || int(index) >= len(t.Partitions) {
+		return coordinator.PartitionRef{}, false
+	}
+	return coordinator.PartitionRef{Topic: t, Partition: &t.Partitions[index]}, true
+}
+
+func (n *Node) replicaList() []*replica {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]*replica, 0, len(n.replicas))
+	for _, r := range n.replicas {
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestNode_TopicLifecycleThroughAnyNode(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	ctx := testCtx(t)
+	res, err := adm.CreateTopic(ctx, 4, 3, map[string]*string{"retention.ms": new("60000")}, "life")
+	if err != nil || res.Err != nil {
+		t.Fatalf("create: %v %v", err, res.Err)
+	}
+	eventually(t, "every node to host its replicas", func() bool {
+		for _, n := range c.nodes {
+			for p := int32(0); p < 4; p++ {
+				if n.replicaFor("life", p) == nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if res, _ := adm.CreateTopic(ctx, 1, 1, nil, "life"); !errorsIs(res.Err, kerr.TopicAlreadyExists) {
+		t.Errorf("second create: %v, want TOPIC_ALREADY_EXISTS", res.Err)
+	}
+	if res, _ := adm.CreateTopic(ctx, 1, 5, nil, "toobig"); !errorsIs(res.Err, kerr.InvalidReplicationFactor) {
+		t.Errorf("RF 5 on 3 nodes: %v, want INVALID_REPLICATION_FACTOR", res.Err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "life")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := rcs.On("life", nil)
+	found := false
+	for _, cfg := range rc.Configs {
+		if cfg.Key == "retention.ms" && cfg.MaybeValue() == "60000" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("retention.ms=60000 not described: %+v", rc.Configs)
+	}
+	if _, err := adm.CreatePartitions(ctx, 2, "life"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new partitions on every node", func() bool {
+		for _, n := range c.nodes {
+			if n.replicaFor("life", 5) == nil {
+				return false
+			}
+		}
+		return true
+	})
+	dir := c.nodes[1].logDir("life", 0)
+	if _, err := adm.DeleteTopics(ctx, "life"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every replica and its data to go", func() bool {
+		for _, n := range c.nodes {
+			if n.replicaFor("life", 0) != nil || len(n.replicaList()) != 0 {
+				return false
+			}
+		}
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err)
+	})
+}
+
+func errorsIs(err, target error) bool {
+	for err != nil {
+		if err == target {
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
+
+func TestNode_LeaderFailoverAndCatchUp(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "fo", 1, 3)
+	produceSync(t, cl, "fo", 0, "a", "b", "c")
+	old := leaderOfPartition(t, c, "fo", 0)
+	c.stop(old)
+	produceSync(t, cl, "fo", 0, "d", "e")
+	c.start(old)
+	produceSync(t, cl, "fo", 0, "f")
+	recs := consumeAll(t, c, "fo", 0, 6)
+	for i, want := range []string{"a", "b", "c", "d", "e", "f"} {
+		if string(recs[i].Value) != want || recs[i].Offset != int64(i) {
+			t.Fatalf("record %d: %q at %d, want %q", i, recs[i].Value, recs[i].Offset, want)
+		}
+	}
+	eventually(t, "the restarted node to catch up", func() bool {
+		r := c.nodes[old].replicaFor("fo", 0)
+		return r != nil && r.sm.Log().HighWatermark() == 6
+	})
+	want := segmentBytes(t, c.nodes[leaderOfPartition(t, c, "fo", 0)].logDir("fo", 0))
+	for id, n := range c.nodes {
+		if got := segmentBytes(t, n.logDir("fo", 0)); !bytes.Equal(got, want) {
+			t.Errorf("node %d's segments differ from the leader's (%d vs %d bytes)", id, len(got), len(want))
+		}
+	}
+}
+
+// segmentBytes concatenates a partition's .log files in order.
+func segmentBytes(t testing.TB, dir string) []byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+func TestNode_RefusesDataDirOfAnotherNode(t *testing.T) {
+	dir := t.TempDir()
+	if err := claimDataDir(dir, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := claimDataDir(dir, "a", 1); err != nil {
+		t.Errorf("same identity refused: %v", err)
+	}
+	if err := claimDataDir(dir, "b", 1); err == nil {
+		t.Error("a data dir of cluster a was accepted for cluster b")
+	}
+	if err := claimDataDir(dir, "a", 2); err == nil {
+		t.Error("node 1's data dir was accepted for node 2")
+	}
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/time/rate"
+)
+
+// benchResult is what raftq bench reports.
+type benchResult struct {
+	Records     int64   `json:"records"`
+	Failed      int64   `json:"failed"`
+	Seconds     float64 `json:"seconds"`
+	RecordsPerS float64 `json:"records_per_sec"`
+	MBPerS      float64 `json:"mb_per_sec"`
+	P50ms       float64 `json:"p50_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	P999ms      float64 `json:"p999_ms"`
+	MaxMs       float64 `json:"max_ms"`
+	RecordSize  int     `json:"record_size"`
+	Acks        string  `json:"acks"`
+	TargetRate  float64 `json:"target_rate,omitempty"`
+}
+
+type benchFlags struct {
+	topic      string
+	partitions int32
+	rf         int16
+	size       int
+	records    int64
+	duration   time.Duration
+	rate       float64
+	producers  int
+	jsonOut    bool
+}
+
+func runBench(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "bench")
+	cf := bindClientFlags(fs)
+	pf := bindProducerFlags(fs)
+	b := &benchFlags{}
+	fs.StringVar(&b.topic, "topic", "raftq-bench", "topic to produce to (created if missing)")
+	fs.Int32Var(&b.partitions, "partitions", 6, "partitions when creating the topic")
+	fs.Int16Var(&b.rf, "replication-factor", 3, "replication factor when creating the topic")
+	fs.IntVar(&b.size, "record-size", 100, "value bytes per record")
+	fs.Int64Var(&b.records, "records", 0, "records to send (0: run for --duration)")
+	fs.DurationVar(&b.duration, "duration", 10*time.Second, "how long to run when --records is 0")
+	fs.Float64Var(&b.rate, "rate", 0, "records/s to offer (0: as fast as the cluster takes them)")
+	fs.IntVar(&b.producers, "producers", 1, "concurrent producer clients")
+	fs.BoolVar(&b.jsonOut, "json", false, "print the result as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if b.producers < 1 || b.size < 0 {
+		return usageError{errors.New("--producers must be positive and --record-size non-negative")}
+	}
+	if err := ensureTopic(ctx, cf, b.topic, b.partitions, b.rf); err != nil {
+		return err
+	}
+	opts, err := pf.opts()
+	if err != nil {
+		return err
+	}
+	res, err := bench(ctx, cf, opts, b)
+	if err != nil {
+		return err
+	}
+	res.Acks = pf.acks
+	return printBench(e, res, b.jsonOut)
+}
+
+func ensureTopic(ctx context.Context, cf *clientFlags, topic string, parts int32, rf int16) error {
+	adm, done, err := cf.admin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := adm.CreateTopic(ctx, parts, rf, nil, topic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create bench topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// bench runs the producers and gathers per-record latency, measured from
+// the Produce call to its acknowledgement.
+func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) (benchResult, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if b.records == 0 {
+		runCtx, cancel = context.WithTimeout(ctx, b.duration)
+		defer cancel()
+	}
+	var lim *rate.Limiter
+	if b.rate > 0 {
+		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/1000)))
+	}
+	var sent, failed atomic.Int64
+	lat := &latencies{}
+	start := time.Now()
+	var wg sync.WaitGroup
+	var errs []error
+	var mu sync.Mutex
+	for range b.producers {
+		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.MaxBufferedRecords(1<<16))...)
+		if err != nil {
+			return benchResult{}, err
+		}
+		wg.Go(func() {
+			defer cl.Close()
+			err := produceBench(runCtx, cl, b, lim, &sent, &failed, lat)
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return benchResult{}, err
+	}
+	return lat.result(elapsed, failed.Load(), b), nil
+}
+
+func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent, failed *atomic.Int64, lat *latencies) error {
+	value := make([]byte, b.size)
+	for ctx.Err() == nil {
+		if b.records > 0 && sent.Add(1) > b.records {
+			break
+		}
+		if lim != nil && lim.Wait(ctx) != nil {
+			break
+		}
+		began := time.Now()
+		cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			lat.add(time.Since(began))
+		})
+	}
+	return cl.Flush(context.Background())
+}
+
+// latencies collects every acknowledged record's latency.
+type latencies struct {
+	mu sync.Mutex
+	ns []int64
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ns = append(l.ns, int64(d))
+	l.mu.Unlock()
+}
+
+func (l *latencies) result(elapsed time.Duration, failed int64, b *benchFlags) benchResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	slices.Sort(l.ns)
+	n := int64(len(l.ns))
+	pct := func(p float64) float64 {
+		if n == 0 {
+			return 0
+		}
+		return float64(l.ns[min(n-1, int64(p*float64(n)))]) / 1e6
+	}
+	secs := elapsed.Seconds()
+	return benchResult{
+		Records: n, Failed: failed, Seconds: secs,
+		RecordsPerS: float64(n) / secs, MBPerS: float64(n) * float64(b.size) / secs / 1e6,
+		P50ms: pct(0.50), P99ms: pct(0.99), P999ms: pct(0.999), MaxMs: pct(1),
+		RecordSize: b.size, TargetRate: b.rate,
+	}
+}
+
+func printBench(e *env, r benchResult, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(e.stdout).Encode(r)
+	}
+	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s): %.0f records/s, %.1f MB/s, %d failed\n",
+		r.Records, r.RecordSize, r.Seconds, r.Acks, r.RecordsPerS, r.MBPerS, r.Failed)
+	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	return nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/raftq/raftq/broker"
+)
+
+// runCluster prints, from every node's /v1/status, the nodes and per
+// partition the leader, its term, the high watermark and each replica's
+// lag behind it.
+func runCluster(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] != "status" {
+		return usageError{errors.New("want: cluster status")}
+	}
+	fs := newFlags(e, "cluster status")
+	admin := fs.String("admin", "127.0.0.1:9644", "admin HTTP address of any node; it lists the others")
+	asJSON := fs.Bool("json", false, "print every node's status document")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	seed, err := fetchStatus(ctx, *admin)
+	if err != nil {
+		return fmt.Errorf("node status from %s: %w", *admin, err)
+	}
+	statuses := collectStatuses(ctx, seed)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(statuses)
+	}
+	printNodes(e, seed, statuses)
+	printPartitions(e, statuses)
+	return nil
+}
+
+func fetchStatus(ctx context.Context, addr string) (broker.Status, error) {
+	var s broker.Status
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/status", nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("%s: %s", addr, resp.Status)
+	}
+	return s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+func collectStatuses(ctx context.Context, seed broker.Status) map[uint64]*broker.Status {
+	out := map[uint64]*broker.Status{}
+	for _, b := range seed.Brokers {
+		if s, err := fetchStatus(ctx, b.AdminAddr); err == nil {
+			out[b.ID] = &s
+		}
+	}
+	return out
+}
+
+func printNodes(e *env, seed broker.Status, statuses map[uint64]*broker.Status) {
+	fmt.Fprintf(e.stdout, "cluster %s  metadata leader %d (term %d)\n\n", seed.ClusterID, seed.Metadata.Leader, seed.Metadata.Term)
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tKAFKA\tADMIN\tALIVE\tREACHABLE\tFSYNC\tREPLICAS")
+	for _, b := range seed.Brokers {
+		s, ok := statuses[b.ID]
+		fsync, n := "-", 0
+		if ok {
+			fsync, n = s.Fsync, len(s.Partitions)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%v\t%v\t%s\t%d\n", b.ID, b.KafkaAddr, b.AdminAddr, b.Alive, ok, fsync, n)
+	}
+	w.Flush()
+	fmt.Fprintln(e.stdout)
+}
+
+type partKey struct {
+	topic string
+	index int32
+}
+
+func printPartitions(e *env, statuses map[uint64]*broker.Status) {
+	byPart := map[partKey]map[uint64]broker.PartitionStatus{}
+	for id, s := range statuses {
+		for _, p := range s.Partitions {
+			k := partKey{p.Topic, p.Partition}
+			if byPart[k] == nil {
+				byPart[k] = map[uint64]broker.PartitionStatus{}
+			}
+			byPart[k][id] = p
+		}
+	}
+	keys := make([]partKey, 0, len(byPart))
+	for k := range byPart {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].topic < keys[j].topic || keys[i].topic == keys[j].topic && keys[i].index < keys[j].index
+	})
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TOPIC\tPARTITION\tLEADER\tTERM\tHIGH WATERMARK\tLOG START\tREPLICA LAG")
+	for _, k := range keys {
+		fmt.Fprintln(w, partitionLine(k, byPart[k]))
+	}
+	w.Flush()
+}
+
+// partitionLine summarises one partition: the leader's view and, for
+// every replica, how far its high watermark trails the leader's.
+func partitionLine(k partKey, reps map[uint64]broker.PartitionStatus) string {
+	var leader broker.PartitionStatus
+	found := false
+	for _, p := range reps {
+		if p.Role == "leader" && (!found || p.Term > leader.Term) {
+			leader, found = p, true
+		}
+	}
+	if !found {
+		return fmt.Sprintf("%s\t%d\tnone\t-\t-\t-\t-", k.topic, k.index)
+	}
+	lag := ""
+	for _, id := range leader.Replicas {
+		if p, ok := reps[id]; ok {
+			lag += fmt.Sprintf("%d:%d ", id, leader.HighWatermark-p.HighWatermark)
+		} else {
+			lag += fmt.Sprintf("%d:? ", id)
+		}
+	}
+	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%s", k.topic, k.index, leader.Leader, leader.Term, leader.HighWatermark, leader.LogStart, lag)
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/raftq/raftq/broker"
+)
+
+// runDev starts three nodes in this process on loopback: Kafka on
+// consecutive ports from --base-port, peers 100 above, admin from 9644.
+func runDev(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "dev")
+	dataDir := fs.String("data-dir", "", "keep data here (default: a temp dir removed on exit)")
+	nodes := fs.Int("nodes", 3, "number of nodes (odd)")
+	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1")
+	adminBase := fs.Int("admin-port", 9644, "admin HTTP port of node 1")
+	fsync := fs.String("fsync", "always", "WAL fsync policy: always or never")
+	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
+	logLevel := fs.String("log-level", "warn", "node log level")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *nodes < 1 || *nodes%2 == 0 {
+		return usageError{fmt.Errorf("--nodes %d: want an odd number", *nodes)}
+	}
+	level, err := parseLevel(*logLevel)
+	if err != nil {
+		return err
+	}
+	dir, cleanup, err := devDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, *fsync, *autoCreate, level)
+	defer func() {
+		for _, n := range started {
+			n.Close()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	printDevBanner(e, started, dir, *dataDir == "")
+	<-ctx.Done()
+	fmt.Fprintln(e.stderr, "\nstopping raftq dev cluster")
+	return nil
+}
+
+func devDataDir(dir string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	tmp, err := os.MkdirTemp("", "raftq-dev-")
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+func startDevNodes(e *env, dir string, count, base, adminBase int, fsync string, autoCreate bool, level slog.Level) ([]*broker.Node, error) {
+	cluster := map[uint64]string{}
+	for i := 1; i <= count; i++ {
+		cluster[uint64(i)] = fmt.Sprintf("127.0.0.1:%d", base+100+i-1)
+	}
+	var nodes []*broker.Node
+	for i := 1; i <= count; i++ {
+		f := &serverFlags{cfg: broker.DefaultConfig(), cluster: broker.FormatCluster(cluster), fsync: fsync}
+		c := &f.cfg
+		c.NodeID, c.ClusterID = uint64(i), "raftq-dev"
+		c.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", i))
+		c.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", base+i-1)
+		c.PeerAddr = cluster[uint64(i)]
+		c.AdminAddr = fmt.Sprintf("127.0.0.1:%d", adminBase+i-1)
+		c.AutoCreateTopics = autoCreate
+		c.DefaultReplicationFactor = int16(min(3, count))
+		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+		cfg, err := f.config(logger)
+		if err != nil {
+			return nodes, err
+		}
+		n, err := broker.New(cfg)
+		if err != nil {
+			return nodes, fmt.Errorf("node %d: %w", i, err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, waitClusterReady(nodes, 30*time.Second)
+}
+
+// waitClusterReady waits until every node sees every broker registered.
+func waitClusterReady(nodes []*broker.Node, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		ready := true
+		for _, n := range nodes {
+			if len(n.Metadata().Brokers) < len(nodes) {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("cluster not ready after %s", timeout)
+}
+
+func printDevBanner(e *env, nodes []*broker.Node, dir string, temp bool) {
+	var kafka, admin []string
+	for _, n := range nodes {
+		k, _, a := n.Addrs()
+		kafka = append(kafka, k)
+		admin = append(admin, "http://"+a+"/")
+	}
+	bootstrap := strings.Join(kafka, ",")
+	where := dir
+	if temp {
+		where += " (removed on exit)"
+	}
+	fmt.Fprintf(e.stdout, `raftq dev cluster: %d nodes, data in %s
+
+  bootstrap servers   %s
+  admin               %s
+
+Try it (topics are created on first use):
+  go run ./cmd/raftq topic create demo --partitions 3 --brokers %s
+  echo hello | go run ./cmd/raftq produce demo --brokers %s
+  go run ./cmd/raftq consume demo --brokers %s
+  kcat -b %s -t demo -C
+  go run ./cmd/raftq cluster status --admin %s
+
+franz-go: kgo.NewClient(kgo.SeedBrokers(%q))
+
+Ctrl-C stops the cluster.
+`, len(nodes), where, bootstrap, strings.Join(admin, " "), bootstrap, bootstrap, bootstrap, kafka[0], strings.TrimSuffix(strings.TrimPrefix(admin[0], "http://"), "/"), kafka[0])
+}

@@ -1,0 +1,117 @@
+// Command raftq runs raftq nodes and talks to raftq clusters.
+//
+//	raftq dev                      a 3-node cluster on loopback
+//	raftq server --node-id 1 ...   one node
+//	raftq topic create|list|describe|delete
+//	raftq produce TOPIC            stdin lines, or generated load with --rate
+//	raftq consume TOPIC            from the beginning, an offset or the end
+//	raftq cluster status           nodes, leaders, terms, lag
+//	raftq bench                    produce throughput and latency
+//
+// Run "raftq COMMAND --help" for a command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// command is one subcommand: it parses its own flags from args.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a command writes to; tests substitute buffers.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"server":  {"run one raftq node", runServer},
+		"dev":     {"run a 3-node cluster on loopback", runDev},
+		"topic":   {"create, list, describe or delete topics", runTopic},
+		"produce": {"produce stdin lines or generated load", runProduce},
+		"consume": {"consume records", runConsume},
+		"cluster": {"cluster status", runCluster},
+		"bench":   {"measure produce throughput and latency", runBench},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+}
+
+func run(ctx context.Context, e *env, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stderr, cmds)
+		return 2
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "raftq: unknown command %q\n\n", args[0])
+		usage(e.stderr, cmds)
+		return 2
+	}
+	if err := c.run(ctx, e, args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(e.stderr, "raftq %s: %s\n", args[0], err)
+			return 2
+		}
+		fmt.Fprintf(e.stderr, "raftq %s: %s\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: raftq COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+	}
+}
+
+// usageError is a bad flag or argument: exit status 2.
+type usageError struct{ error }
+
+// newFlags returns a flag set for a subcommand that reports errors
+// instead of exiting.
+func newFlags(e *env, name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("raftq "+name, pflag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.SortFlags = false
+	return fs
+}
+
+// parse parses args, wrapping errors as usage errors.
+func parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	return nil
+}

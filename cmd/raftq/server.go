@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/raftq/raftq/broker"
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// serverFlags binds the flags of one node into a broker.Config.
+type serverFlags struct {
+	cfg      broker.Config
+	cluster  string
+	fsync    string
+	logLevel string
+}
+
+func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
+	f := &serverFlags{cfg: broker.DefaultConfig()}
+	c := &f.cfg
+	fs.Uint64Var(&c.NodeID, "node-id", c.NodeID, "this node's id (non-zero, unique in the cluster)")
+	fs.StringVar(&c.ClusterID, "cluster-id", c.ClusterID, "cluster name; nodes of other clusters are refused")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the node's WALs, logs and identity")
+	fs.StringVar(&c.KafkaAddr, "kafka-addr", c.KafkaAddr, "Kafka API listen address")
+	fs.StringVar(&c.AdvertisedKafkaAddr, "advertise-kafka-addr", "", "Kafka address given to clients (default: --kafka-addr)")
+	fs.StringVar(&c.PeerAddr, "peer-addr", c.PeerAddr, "node-to-node raft listen address")
+	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin HTTP address (/metrics, /v1/status, /debug/pprof)")
+	fs.StringVar(&f.cluster, "initial-cluster", "", "every node as id=peer-host:port, comma separated (default: this node alone)")
+	fs.StringVar(&f.fsync, "fsync", "always", "WAL fsync policy: always or never (never loses acknowledged writes on power loss)")
+	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", false, "create unknown topics on Metadata requests")
+	fs.Int32Var(&c.DefaultPartitions, "default-partitions", c.DefaultPartitions, "partitions of auto-created topics")
+	fs.Int16Var(&c.DefaultReplicationFactor, "default-replication-factor", c.DefaultReplicationFactor, "replication factor of topics created without one")
+	fs.Int64Var(&c.WALSegmentBytes, "wal-segment-bytes", c.WALSegmentBytes, "preallocated size of each raft WAL file")
+	fs.DurationVar(&c.TickInterval, "tick-interval", c.TickInterval, "raft tick length")
+	fs.IntVar(&c.ElectionTicks, "election-ticks", c.ElectionTicks, "raft election timeout in ticks")
+	fs.Uint64Var(&c.SnapshotEntries, "snapshot-entries", c.SnapshotEntries, "applied entries between raft snapshots")
+	fs.DurationVar(&c.RetentionCheckInterval, "retention-check-interval", c.RetentionCheckInterval, "how often leaders apply retention")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer acks=all before raft commit (for testing the checkers only)")
+	_ = fs.MarkHidden("unsafe-ack-before-commit")
+	return f
+}
+
+// config finishes the Config from the string flags.
+func (f *serverFlags) config(logger *slog.Logger) (broker.Config, error) {
+	c := f.cfg
+	if f.cluster == "" {
+		c.InitialCluster = map[uint64]string{c.NodeID: c.PeerAddr}
+	} else {
+		m, err := broker.ParseCluster(f.cluster)
+		if err != nil {
+			return c, usageError{fmt.Errorf("--initial-cluster: %w", err)}
+		}
+		c.InitialCluster = m
+	}
+	switch f.fsync {
+	case "always":
+		c.Fsync = raftgroup.FsyncAlways
+	case "never":
+		c.Fsync = raftgroup.FsyncNever
+	default:
+		return c, usageError{fmt.Errorf("--fsync %q: want always or never", f.fsync)}
+	}
+	c.Logger = logger
+	if err := c.Validate(); err != nil {
+		return c, usageError{err}
+	}
+	return c, nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return l, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", s)}
+	}
+	return l, nil
+}
+
+func runServer(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "server")
+	f := bindServerFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	cfg, err := f.config(logger)
+	if err != nil {
+		return err
+	}
+	n, err := broker.New(cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	return n.Close()
+}

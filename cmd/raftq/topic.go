@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+func runTopic(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		return usageError{errors.New("want a subcommand: create, list, describe or delete")}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "create":
+		return topicCreate(ctx, e, args)
+	case "list":
+		return topicList(ctx, e, args)
+	case "describe":
+		return topicDescribe(ctx, e, args)
+	case "delete":
+		return topicDelete(ctx, e, args)
+	}
+	return usageError{fmt.Errorf("unknown subcommand %q: want create, list, describe or delete", sub)}
+}
+
+func topicCreate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "topic create")
+	cf := bindClientFlags(fs)
+	parts := fs.Int32P("partitions", "p", 1, "number of partitions")
+	rf := fs.Int16P("replication-factor", "r", -1, "replicas per partition (default: the cluster's)")
+	configs := fs.StringArrayP("config", "c", nil, "topic config key=value (repeatable)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("want exactly one topic name")}
+	}
+	cfgs := map[string]*string{}
+	for _, kv := range *configs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usageError{fmt.Errorf("--config %q: want key=value", kv)}
+		}
+		cfgs[k] = &v
+	}
+	adm, done, err := cf.admin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := adm.CreateTopic(ctx, *parts, *rf, cfgs, fs.Arg(0))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", fs.Arg(0), errMsg(err, res.ErrMessage))
+	}
+	fmt.Fprintf(e.stdout, "created topic %s: %d partitions, replication factor %d\n", res.Topic, res.NumPartitions, res.ReplicationFactor)
+	return nil
+}
+
+func errMsg(err error, msg string) error {
+	if msg == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, msg)
+}
+
+func topicList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "topic list")
+	cf := bindClientFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	adm, done, err := cf.admin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	tds, err := adm.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TOPIC\tPARTITIONS\tREPLICAS")
+	for _, t := range tds.Sorted() {
+		fmt.Fprintf(w, "%s\t%d\t%d\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas())
+	}
+	return w.Flush()
+}
+
+func topicDescribe(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "topic describe")
+	cf := bindClientFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("want exactly one topic name")}
+	}
+	adm, done, err := cf.admin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	tds, err := adm.ListTopics(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	td, ok := tds[fs.Arg(0)]
+	if !ok || td.Err != nil {
+		return fmt.Errorf("describe %s: %v", fs.Arg(0), td.Err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	starts, err := adm.ListStartOffsets(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "topic %s  id %s\n", td.Topic, td.ID)
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tSTART\tEND")
+	for _, p := range td.Partitions.Sorted() {
+		s, _ := starts.Lookup(td.Topic, p.Partition)
+		en, _ := ends.Lookup(td.Topic, p.Partition)
+		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%d\t%d\n", p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, s.Offset, en.Offset)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return describeTopicConfigs(ctx, e, adm, td.Topic)
+}
+
+func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic string) error {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return err
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		return err
+	}
+	sort.Slice(rc.Configs, func(i, j int) bool { return rc.Configs[i].Key < rc.Configs[j].Key })
+	fmt.Fprintln(e.stdout, "configs:")
+	for _, c := range rc.Configs {
+		fmt.Fprintf(e.stdout, "  %s=%s (%s)\n", c.Key, c.MaybeValue(), c.Source)
+	}
+	return nil
+}
+
+func topicDelete(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "topic delete")
+	cf := bindClientFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("want at least one topic name")}
+	}
+	adm, done, err := cf.admin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := adm.DeleteTopics(ctx, fs.Args()...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range res.Sorted() {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", r.Topic, errMsg(r.Err, r.ErrMessage)))
+			continue
+		}
+		fmt.Fprintf(e.stdout, "deleted topic %s\n", r.Topic)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,5 @@
+//go:build long
+
+package partition
+
+const crashIterations = 300

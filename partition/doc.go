@@ -1,0 +1,221 @@
+// Package partition holds a partition replica's log: Kafka v2 record
+// batches in segment files with sparse offset and time indexes, crash
+// recovery, truncation, retention and high-watermark waiters. The
+// partition's replicated state machine (applying raft entries, producer
+// dedup, leader epochs) is built on Log in this package.
+//
+// # On disk
+//
+// A log is a directory (log/<topic>-<partition>/ in a node's data dir):
+//
+//	00000000000000000000.log        batches, exactly as produced, header stamped
+//	00000000000000000000.index      sparse offset index
+//	00000000000000000000.timeindex  time index
+//	00000000000000004711.log ...    the next segment, named by its base offset
+//	partition.checkpoint            log start offset and recovery point
+//
+// A .log file is a sequence of Kafka v2 RecordBatches (magic 2), byte for
+// byte what the producer sent except baseOffset and partitionLeaderEpoch,
+// which Append stamps (both lie outside the CRC-32C, so the CRC stays
+// valid). Offsets are contiguous within and across segments.
+//
+// The .index file holds 8-byte entries (relative offset uint32, position
+// uint32, big-endian, Kafka's layout), one for the first batch after every
+// Config.IndexIntervalBytes bytes (default 4 KiB). Kafka indexes a batch's
+// last offset; we index its base offset. The .timeindex file holds 12-byte
+// entries (timestamp int64, relative offset uint32) added next to offset
+// entries whenever the largest timestamp so far grew, plus one when the
+// segment is sealed: "every batch up to the one at this offset has a max
+// timestamp <= ts". Both indexes also live in memory (under 1% of the log
+// size at the default interval). The files are hints: recovery adopts them
+// only for segments below the recovery point and only if they rise, stay
+// inside the file and agree with the batch at their last entry, and
+// rebuilds them otherwise. The active segment's index files are written
+// when it is sealed (rolled) and at Close, not on every append.
+//
+// partition.checkpoint is a small text file with a CRC, replaced atomically
+// (temp file, fsync, rename, directory fsync). It records the log start
+// offset (DeleteRecords and retention move it, possibly into the middle of
+// a segment) and the recovery point: an offset below which every segment
+// byte and index file is known durable.
+//
+// # Appending
+//
+// ValidateBatch is the full check the broker runs at produce time, before
+// proposing a batch to raft: frame length, exactly one batch, magic 2,
+// CRC-32C (hardware-accelerated), record count against lastOffsetDelta,
+// size, and, for uncompressed batches, each record's length prefix and
+// offset delta (no key, value or header is decoded or copied; compressed
+// payloads are trusted once their CRC matches). It returns BatchInfo: the
+// header facts producer dedup needs. Rejections are *BatchError values
+// wrapping ErrCorruptBatch, ErrInvalidRecord or ErrBatchTooLarge; ErrorCode
+// maps them (and the other errors here) to Kafka codes.
+//
+// Append validates again and appends; AppendValidated, for the raft apply
+// path, checks only the header (constant cost). Both take the leader epoch
+// to stamp, assign the next offsets, and return the batch's first and last
+// offset. Neither fsyncs: Sync does, explicitly. The caller's bytes are
+// never modified.
+//
+// # Reading
+//
+// Read(offset, maxBytes, upTo) returns whole batches from one segment,
+// starting with the batch that contains offset: at least one even if it is
+// larger than maxBytes, more while they fit, none that reaches upTo (the
+// high watermark). The segment is found by binary search over base
+// offsets, the batch by the sparse index and a short header walk (a read
+// touches about one index interval of headers, whatever its size). Offsets
+// below the start or above the end give *OffsetOutOfRangeError. ReadRange
+// returns the same bytes as a file and byte range (Range) for sendfile;
+// Range.WriteTo does a positional sendfile to a socket. A Range keeps its
+// segment file open, even through retention, until Release.
+//
+// HighWatermark, SetHighWatermark, WatchHighWatermark (value plus a channel
+// closed at the next change, for fetch long-polls over many partitions),
+// WaitHighWatermark (blocks with a context) and WatchEnd let readers wait
+// without polling. The high watermark is kept in memory only: Open starts
+// it at the log start offset and the owner sets it.
+//
+// # Durability and recovery
+//
+//   - Append and Roll write without fsync. Sync fdatasyncs the segments
+//     written since the last Sync (and their index files once sealed), the
+//     directory when files came or went, and then the checkpoint if sealed
+//     segments became durable or the start moved.
+//   - Truncate and Reset are durable when they return (the checkpoint's
+//     recovery point is lowered first, then files are cut and synced), so
+//     discarded batches never come back after a crash.
+//   - AdvanceStart (DeleteRecords, retention) deletes whole segments at
+//     once; the new start is durable at the next Sync.
+//   - Close syncs everything, writes the active segment's indexes and a
+//     checkpoint whose recovery point is the log end, so the next Open reads
+//     only a few KiB per segment.
+//   - Open recovers: segments wholly below the checkpointed start are
+//     removed; segments that end at or below the recovery point are trusted
+//     after a cheap check (indexes rise, the batch at the last index entry
+//     is where it says, headers chain exactly to the end of the file);
+//     every other segment is read in full, each batch validated and its
+//     offset checked, indexes rebuilt. The first bad byte ends the log: the
+//     file is cut there and later segments are removed. If recovery changed
+//     anything it syncs the result before returning, so discarded bytes
+//     cannot resurface after a second crash.
+//   - A failed write or fsync (ENOSPC, EIO) makes the log refuse every
+//     further change with an error wrapping ErrFailed and the cause (so
+//     errors.Is(err, syscall.ENOSPC) works); reads keep working. After a
+//     failed fsync the page cache cannot be trusted, so the owner must
+//     reopen the log (the node restarts the partition), and recovery cuts
+//     whatever partial bytes the failure left.
+//
+// # Invariants
+//
+//   - Segments are contiguous: each starts at the offset where the previous
+//     one ends; the last one is active and takes all appends.
+//   - start <= end, and start lies in the first segment; high watermark <= end.
+//   - Published segment state (size, next offset, index slices) only grows
+//     between truncations, and a truncation replaces index slices rather
+//     than reusing them, so a reader's snapshot stays valid.
+//   - Bytes at or past the published size of a segment are never read.
+//   - Nothing below the recovery point is modified without first lowering
+//     the recovery point durably.
+//
+// # Goroutines and locks
+//
+// One goroutine (the raft apply loop) owns the mutators: Append,
+// AppendValidated, Roll, Sync, Truncate, Reset, AdvanceStart,
+// ApplyRetention, SetHighWatermark and Close. They are serialised by
+// writeMu regardless. Any number of goroutines read: Read, ReadRange,
+// ListOffset, OffsetForTimestamp, RetentionOffset, the offset getters and
+// the waiters.
+//
+//   - writeMu: held by a mutator for its whole call, I/O included.
+//   - mu (RWMutex): guards the published state (segment list and their
+//     sizes, next offsets and indexes, start, failure, closed). Mutators take
+//     it for writing only to publish, never across I/O; readers take it for
+//     reading to snapshot a segment and take a reference, then release it
+//     before any I/O.
+//   - watched.mu (one each for the high watermark and the end): guards the
+//     waiters' channel.
+//   - segment.refs: atomic count (the log's own plus one per reader); the
+//     last release closes the file, so retention never pulls a file from
+//     under a reader.
+//
+// Lock order (A -> B: A may be held when B is taken, never the reverse):
+//
+//	writeMu -> mu -> watched.mu
+//	writeMu -> watched.mu
+//
+// # Notes and departures from the shared design
+//
+//   - Segment boundaries are local: rolling by size is deterministic, but
+//     rolling by age uses the local clock (as Kafka's segment.ms does), so
+//     replicas hold byte-identical batches at identical offsets in
+//     possibly different files. Roll is exported so the state machine can
+//     roll deterministically from a replicated entry if that ever matters.
+//     The age of the active segment restarts at Open.
+//   - Retention is computed by RetentionOffset (the leader proposes it) and
+//     applied by AdvanceStart on every replica, per the shared design. It
+//     never deletes the active segment or a segment reaching past the high
+//     watermark. A segment without timestamps ages by its file's mtime, as
+//     in Kafka.
+//   - ListOffset by timestamp returns the first record (not batch) at or
+//     after the timestamp, decompressing the one batch it lands in.
+//     LogAppendTime batches are honoured but never produced here.
+//   - Recovery cuts the log at the first invalid batch even in an old
+//     segment (bit rot), as Kafka does; the owner must compare the
+//     recovered end with its own checkpoint and refill from raft.
+//   - There is no lock file: one process must open a directory at a time.
+//
+// # Performance
+//
+// Measured with
+//
+//	go test ./partition -run '^$' -bench . -benchtime 2s -count 3
+//
+// on the 2-core shared development VM (Oxide virtual Turin-class CPU, a
+// virtual disk, other builds running, so absolute numbers are noisy;
+// compare within one run). Medians of three, ± half the spread.
+//
+// Appends (Append validates every batch; MB/s of batch bytes):
+//
+//	                        sync=false        sync=true
+//	rec=100B batch=16KiB    843 MB/s ±8%      45.5 MB/s ±24%
+//	rec=100B batch=1MiB     2182 MB/s ±5%     441 MB/s ±9%
+//	rec=1KiB batch=16KiB    967 MB/s ±17%     37.5 MB/s ±8%
+//	rec=1KiB batch=1MiB     2716 MB/s ±4%     549 MB/s ±17%
+//	AppendValidated rec=100B, 16KiB: 1195 MB/s ±11%, 1MiB: 3703 MB/s ±5% (sync=false)
+//
+// Baseline, plain sequential write (+fdatasync) of the same sizes to a file
+// in the same kind of directory, same run:
+//
+//	                 no sync           write+fdatasync
+//	batch=16KiB      1985 MB/s ±2%     56.1 MB/s ±3%
+//	batch=1MiB       4744 MB/s ±2%     511 MB/s ±13%
+//
+// Because the disk is shared and its fsync latency drifts by tens of percent
+// between benchmarks run minutes apart, BenchmarkSyncedAppendVsBaseline
+// interleaves the two batch by batch (alternating which goes first) and
+// reports log/baseline directly:
+//
+//	rec=100B batch=16KiB   0.98 ±1%
+//	rec=100B batch=1MiB    1.05 ±2%   (target >= 0.7)
+//	rec=1KiB batch=16KiB   0.68..0.99 (two of three runs hit by a noisy
+//	                       neighbour; a rerun with -count 5 gave 0.97..0.99
+//	                       in four runs and 0.71 in one)
+//	rec=1KiB batch=1MiB    1.09 ±2%   (target >= 0.7)
+//
+// Reads from a warm page cache (64 MiB log of 16 KiB batches, random
+// offsets, Read copies into a reused buffer):
+//
+//	rec=100B  max=64KiB 2469 MB/s ±5%   max=1MiB 3901 MB/s ±6%
+//	rec=1KiB  max=64KiB 2474 MB/s ±5%   max=1MiB 4109 MB/s ±6%
+//
+// ValidateBatch (target >= 1 GB/s for 100 B records):
+//
+//	rec=100B  batch=16KiB 8076 MB/s ±1%   batch=1MiB 7480 MB/s ±2%
+//	rec=1KiB  batch=16KiB 18550 MB/s ±2%  batch=1MiB 18560 MB/s ±1%
+//
+// Per append without sync the log costs one pwrite (two for batches over
+// 64 KiB, to avoid copying them), a mutex publish and, with Append, the
+// validation; with sync the fdatasync dominates and the log matches the
+// baseline. Sync writes the checkpoint only after a roll or a start move.
+package partition

@@ -1,0 +1,76 @@
+package partition
+
+import (
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// maxCachedBatches is how many recent batches per producer are kept for
+// deduplication, as in Kafka (max.in.flight.requests.per.connection <= 5).
+const maxCachedBatches = 5
+
+// ProducerBatch is one batch an idempotent producer appended.
+type ProducerBatch struct {
+	FirstSeq   int32 `json:"first_seq"`
+	LastSeq    int32 `json:"last_seq"`
+	BaseOffset int64 `json:"base_offset"`
+	LastOffset int64 `json:"last_offset"`
+}
+
+// ProducerState is what a partition remembers of one idempotent producer.
+// It is replicated state: it changes only when an entry is applied, and it
+// travels in snapshots, so deduplication survives failover.
+type ProducerState struct {
+	Epoch   int16           `json:"epoch"`
+	Batches []ProducerBatch `json:"batches"` // oldest first, at most maxCachedBatches
+}
+
+// checkProducer decides what to do with an idempotent batch, following
+// Kafka's ProducerStateManager. dup is non-nil for a retried batch already
+// in the log; err is a Kafka error when the batch must be refused.
+func checkProducer(st *ProducerState, info BatchInfo) (dup *ProducerBatch, err error) {
+	if st == nil {
+		return nil, nil // unknown producer: any sequence starts it (Kafka 2.5+)
+	}
+	switch {
+	case info.ProducerEpoch < st.Epoch:
+		return nil, kerr.InvalidProducerEpoch
+	case info.ProducerEpoch > st.Epoch:
+		if info.BaseSequence != 0 {
+			return nil, kerr.OutOfOrderSequenceNumber
+		}
+		return nil, nil
+	}
+	for i := range st.Batches {
+		b := &st.Batches[i]
+		if b.FirstSeq == info.BaseSequence && b.LastSeq == info.LastSequence() {
+			return b, nil
+		}
+	}
+	if n := len(st.Batches); n > 0 && !inSequence(st.Batches[n-1].LastSeq, info.BaseSequence) {
+		return nil, kerr.OutOfOrderSequenceNumber
+	}
+	return nil, nil
+}
+
+func inSequence(last, next int32) bool {
+	if last == math.MaxInt32 {
+		return next == 0
+	}
+	return next == last+1
+}
+
+// recordProducer notes an appended batch.
+func recordProducer(st *ProducerState, info BatchInfo, base, last int64) *ProducerState {
+	if st == nil || info.ProducerEpoch != st.Epoch {
+		st = &ProducerState{Epoch: info.ProducerEpoch}
+	}
+	st.Batches = append(st.Batches, ProducerBatch{
+		FirstSeq: info.BaseSequence, LastSeq: info.LastSequence(), BaseOffset: base, LastOffset: last,
+	})
+	if len(st.Batches) > maxCachedBatches {
+		st.Batches = st.Batches[len(st.Batches)-maxCachedBatches:]
+	}
+	return st
+}

@@ -1,0 +1,81 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+const replicaCheckpointName = "replica.checkpoint"
+
+// replicaCheckpoint is the replica's state as of raft index Applied: the log
+// holds exactly [Start, Next) durably, and Producers and Epochs describe it.
+// It is also the data of the group's raft snapshots.
+type replicaCheckpoint struct {
+	Applied   uint64                   `json:"applied"`
+	Start     int64                    `json:"start"`
+	Next      int64                    `json:"next"`
+	Producers map[int64]*ProducerState `json:"producers,omitempty"`
+	Epochs    epochCache               `json:"epochs,omitempty"`
+}
+
+func (c *replicaCheckpoint) encode() ([]byte, error) {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(body, "\n%08x\n", crc32.Checksum(body, castagnoli)), nil
+}
+
+func decodeReplicaCheckpoint(b []byte) (replicaCheckpoint, error) {
+	var c replicaCheckpoint
+	i := bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')
+	if i < 0 {
+		return c, fmt.Errorf("%w: replica checkpoint without crc", ErrCorruptLog)
+	}
+	var sum uint32
+	if _, err := fmt.Sscanf(string(b[i+1:]), "%08x\n", &sum); err != nil || sum != crc32.Checksum(b[:i], castagnoli) {
+		return c, fmt.Errorf("%w: replica checkpoint crc mismatch", ErrCorruptLog)
+	}
+	if err := json.Unmarshal(b[:i], &c); err != nil {
+		return c, fmt.Errorf("%w: replica checkpoint: %w", ErrCorruptLog, err)
+	}
+	return c, nil
+}
+
+func readReplicaCheckpoint(dir string) (replicaCheckpoint, error) {
+	b, err := os.ReadFile(filepath.Join(dir, replicaCheckpointName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return replicaCheckpoint{}, nil
+	}
+	if err != nil {
+		return replicaCheckpoint{}, fmt.Errorf("read replica checkpoint: %w", err)
+	}
+	return decodeReplicaCheckpoint(b)
+}
+
+// writeReplicaCheckpoint replaces the checkpoint durably: temp file,
+// fsync, rename, fsync of the directory.
+func writeReplicaCheckpoint(dir string, c *replicaCheckpoint) error {
+	b, err := c.encode()
+	if err != nil {
+		return err
+	}
+	fsys := OSFS()
+	name := filepath.Join(dir, replicaCheckpointName)
+	if err := writeFile(fsys, name+".tmp", b, true); err != nil {
+		return fmt.Errorf("write replica checkpoint: %w", err)
+	}
+	if err := fsys.Rename(name+".tmp", name); err != nil {
+		return fmt.Errorf("write replica checkpoint: %w", err)
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("write replica checkpoint: sync dir: %w", err)
+	}
+	return nil
+}
