@@ -72,8 +72,8 @@ type BrokerStatus struct {
 
 // PartitionStatus is one local replica.
 type PartitionStatus struct {
-	Topic         string `json:"topic"`
-	Partition     int32  `json:"partition"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
 	GroupStatus
 	Replicas      []uint64 `json:"replicas"`
 	HighWatermark int64    `json:"high_watermark"`

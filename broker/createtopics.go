@@ -139,4 +139,3 @@ func configSource(t *coordinator.Topic, name string) kmsg.ConfigSource {
 	}
 	return kmsg.ConfigSourceDefaultConfig
 }
-

@@ -173,4 +173,3 @@ func (n *Node) noReplicaCode(topic string, index int32, version int16) int16 {
 	}
 	return kerr.UnknownTopicOrPartition.Code
 }
-

@@ -34,7 +34,7 @@ type replica struct {
 	// raft in the order they arrived.
 	produceMu sync.Mutex
 	proj      projection // guarded by produceMu (but inflight)
-	hinted    uint64 // last term reported as a leadership hint (hint loop only)
+	hinted    uint64     // last term reported as a leadership hint (hint loop only)
 }
 
 // groupMarker names the raft group a partition directory belongs to, so
