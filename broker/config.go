@@ -61,6 +61,24 @@ type Config struct {
 	// RetentionCheckInterval is how often partition leaders apply retention.
 	RetentionCheckInterval time.Duration
 
+	// OffsetsPartitions is the partition count of __consumer_offsets,
+	// created on the first group request (with replication factor
+	// min(3, cluster size)); later changes do not move existing groups. Each partition is a raft group whose leader coordinates the
+	// groups that hash to it.
+	OffsetsPartitions int32
+	// OffsetsRetention is how long the offsets of an empty group are kept
+	// (Kafka's offsets.retention.minutes).
+	OffsetsRetention time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout bound consumer
+	// session timeouts; GroupInitialRebalanceDelay is how long the first
+	// rebalance of an empty group waits for more members; and
+	// GroupMaxMetadataBytes bounds a member's protocol metadata and
+	// assignment.
+	GroupMinSessionTimeout     time.Duration
+	GroupMaxSessionTimeout     time.Duration
+	GroupInitialRebalanceDelay time.Duration
+	GroupMaxMetadataBytes      int
+
 	// UnsafeAckBeforeCommit answers acks=all produce requests as soon as the
 	// leader has appended the batch to its own WAL, before raft commits it.
 	// It exists only to prove that jepsen/ catches the lost writes it
@@ -91,6 +109,13 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor: 3,
 		MaxRequestBytes:          100 << 20,
 		RetentionCheckInterval:   30 * time.Second,
+
+		OffsetsPartitions:          5,
+		OffsetsRetention:           7 * 24 * time.Hour,
+		GroupMinSessionTimeout:     6 * time.Second,
+		GroupMaxSessionTimeout:     30 * time.Minute,
+		GroupInitialRebalanceDelay: 3 * time.Second,
+		GroupMaxMetadataBytes:      1 << 20,
 	}
 }
 
@@ -109,6 +134,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: WAL segment bytes %d below 64 KiB", c.WALSegmentBytes)
 	case c.DefaultPartitions < 1 || c.DefaultReplicationFactor < 1:
 		return errors.New("broker: default partitions and replication factor must be positive")
+	}
+	if err := c.validateGroups(); err != nil {
+		return err
 	}
 	for name, addr := range map[string]string{"kafka": c.KafkaAddr, "peer": c.PeerAddr, "admin": c.AdminAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

@@ -34,5 +34,19 @@ func (n *Node) handler() kafka.Handler {
 	return m
 }
 
-// routeGroups is where the consumer-group APIs join the mux.
-func (n *Node) routeGroups(func(key, maxVersion int16, fn kafka.ServeFunc)) {}
+// routeGroups is where the consumer-group APIs join the mux (files
+// group_*.go and offsets_*.go). OffsetCommit and OffsetFetch stop at v9:
+// v10 names topics by id only.
+func (n *Node) routeGroups(route func(key, maxVersion int16, fn kafka.ServeFunc)) {
+	route(kmsg.FindCoordinator.Int16(), 6, n.serveFindCoordinator)
+	route(kmsg.JoinGroup.Int16(), 9, n.serveJoinGroup)
+	route(kmsg.SyncGroup.Int16(), 5, n.serveSyncGroup)
+	route(kmsg.Heartbeat.Int16(), 4, n.serveHeartbeat)
+	route(kmsg.LeaveGroup.Int16(), 5, n.serveLeaveGroup)
+	route(kmsg.OffsetCommit.Int16(), 9, n.serveOffsetCommit)
+	route(kmsg.OffsetFetch.Int16(), 9, n.serveOffsetFetch)
+	route(kmsg.OffsetDelete.Int16(), 0, n.serveOffsetDelete)
+	route(kmsg.ListGroups.Int16(), 5, n.serveListGroups)
+	route(kmsg.DescribeGroups.Int16(), 5, n.serveDescribeGroups)
+	route(kmsg.DeleteGroups.Int16(), 2, n.serveDeleteGroups)
+}

@@ -95,6 +95,7 @@ func (n *Node) start() error {
 	n.goLoop("leader-hints", n.hintLoop)
 	n.goLoop("metadata-leader", n.metadataLeaderLoop)
 	n.goLoop("retention", n.retentionLoop)
+	n.goLoop("groups", n.groupsLoop)
 	n.log.Info("node started", "kafka", n.kafka.Addr(), "peer", n.peer.Addr(), "admin", n.adminLn.Addr(),
 		"cluster", n.cfg.ClusterID, "fsync", n.cfg.Fsync)
 	return nil
@@ -138,7 +139,8 @@ func (n *Node) startRaft() error {
 // as voters; any other node joins it empty and is added as a learner by
 // the metadata leader.
 func (n *Node) startMetadataGroup() error {
-	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true}
+	// The metadata log is fsynced whatever --fsync says (raftgroup.GroupConfig.AlwaysFsync).
+	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true, AlwaysFsync: true}
 	if voters := n.cfg.metadataVoters(); slices.Contains(voters, n.cfg.NodeID) {
 		gc.Peers = voters
 	} else {

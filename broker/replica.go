@@ -35,6 +35,11 @@ type replica struct {
 	produceMu sync.Mutex
 	proj      projection // guarded by produceMu (but inflight)
 	hinted    uint64     // last term reported as a leadership hint (hint loop only)
+
+	// offsets is set for __consumer_offsets partitions, whose raft group
+	// applies to the consumer groups' state machine instead of sm (whose
+	// log then stays empty); see group_coordinator.go.
+	offsets *offsetsPartition
 }
 
 // groupMarker names the raft group a partition directory belongs to, so
@@ -56,7 +61,12 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		return nil, err
 	}
 	r.sm, r.maxBatchBytes = sm, int(t.ConfigInt("max.message.bytes"))
-	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: sm})
+	machine, err := n.stateMachineFor(r)
+	if err != nil {
+		_ = sm.Close()
+		return nil, err
+	}
+	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine})
 	if err != nil {
 		_ = sm.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, p.Index, err)

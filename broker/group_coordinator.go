@@ -1,0 +1,233 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/coordinator/groups"
+	"github.com/raftq/raftq/raftgroup"
+	"github.com/raftq/raftq/transport/kafka"
+)
+
+// offsetsPartition is this node's replica of one __consumer_offsets
+// partition: the raft group applies to machine (not to the replica's
+// partition log, which stays empty), and coord runs the group protocol
+// while this node leads it.
+type offsetsPartition struct {
+	machine *groups.Machine
+	coord   *groups.Coordinator
+	loading atomic.Bool // an Activate is under way (groups loop only)
+	ticking atomic.Bool
+}
+
+func (c *Config) validateGroups() error {
+	switch {
+	case c.OffsetsPartitions < 1 || c.OffsetsPartitions > 1000:
+		return fmt.Errorf("broker: offsets partitions %d outside 1..1000", c.OffsetsPartitions)
+	case c.OffsetsRetention <= 0:
+		return errors.New("broker: offsets retention must be positive")
+	case c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout:
+		return fmt.Errorf("broker: group session timeouts %s..%s", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+	case c.GroupInitialRebalanceDelay < 0 || c.GroupMaxMetadataBytes < 1:
+		return errors.New("broker: group initial rebalance delay must be >= 0 and max metadata bytes > 0")
+	}
+	return nil
+}
+
+// newOffsetsPartition builds the state machine and coordinator of an
+// offsets partition replica; proposals go to r's raft group, which
+// openReplica sets right after.
+func (n *Node) newOffsetsPartition(r *replica) (*offsetsPartition, error) {
+	m := groups.NewMachine()
+	gc := groups.DefaultConfig()
+	gc.Partition, gc.Machine = r.index, m
+	gc.Propose = func(ctx context.Context, data []byte) (any, error) {
+		p, err := r.group.Propose(ctx, data)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.Wait(ctx)
+		return res.Value, err
+	}
+	gc.MinSessionTimeout, gc.MaxSessionTimeout = n.cfg.GroupMinSessionTimeout, n.cfg.GroupMaxSessionTimeout
+	gc.InitialRebalanceDelay, gc.MaxMetadataBytes = n.cfg.GroupInitialRebalanceDelay, n.cfg.GroupMaxMetadataBytes
+	gc.OffsetsRetention = n.cfg.OffsetsRetention
+	gc.ExpireInterval = min(gc.ExpireInterval, max(n.cfg.OffsetsRetention/10, time.Second))
+	gc.Logger = n.log.With("component", "groups")
+	c, err := groups.NewCoordinator(gc)
+	if err != nil {
+		return nil, err
+	}
+	return &offsetsPartition{machine: m, coord: c}, nil
+}
+
+// stateMachineFor returns what r's raft group applies to: the groups
+// machine for an offsets partition, else the partition log.
+func (n *Node) stateMachineFor(r *replica) (raftgroup.StateMachine, error) {
+	if r.topic != groups.OffsetsTopic {
+		return r.sm, nil
+	}
+	op, err := n.newOffsetsPartition(r)
+	if err != nil {
+		return nil, err
+	}
+	r.offsets = op
+	return op.machine, nil
+}
+
+// groupsLoop runs each local offsets partition's coordinator: activated
+// when this node leads the partition, ticked while active, deactivated
+// when leadership is lost.
+func (n *Node) groupsLoop(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			n.deactivateCoordinators()
+			return
+		}
+		for _, r := range n.replicaList() {
+			if r.offsets != nil {
+				n.driveCoordinator(ctx, r)
+			}
+		}
+	}
+}
+
+func (n *Node) deactivateCoordinators() {
+	for _, r := range n.replicaList() {
+		if r.offsets != nil {
+			r.offsets.coord.Deactivate()
+		}
+	}
+}
+
+// requestOffsetsTopic creates __consumer_offsets on first use, as Kafka
+// does (the request that needed it gets COORDINATOR_NOT_AVAILABLE and
+// the client retries). Its replication factor is min(3, cluster size),
+// and it waits until that many brokers are alive. Any node may ask: the
+// proposal is forwarded to the metadata leader, and a second creation
+// fails harmlessly with TOPIC_ALREADY_EXISTS.
+func (n *Node) requestOffsetsTopic() {
+	st := n.meta.View()
+	if _, ok := st.Topics[groups.OffsetsTopic]; ok {
+		return
+	}
+	alive := 0
+	for _, b := range st.Brokers {
+		if b.Alive {
+			alive++
+		}
+	}
+	rf := min(3, len(n.cfg.InitialCluster))
+	if alive < rf {
+		return
+	}
+	cmd := &coordinator.CreateTopic{Name: groups.OffsetsTopic, ID: newTopicID(), Partitions: n.cfg.OffsetsPartitions,
+		ReplicationFactor: int16(rf), Internal: true}
+	go func() {
+		ctx, cancel := context.WithTimeout(n.ctx, 3*time.Second)
+		defer cancel()
+		res, err := n.proposeMeta(ctx, &coordinator.Command{CreateTopic: cmd})
+		if err == nil && res.Err == nil {
+			n.log.Info("created the consumer offsets topic", "partitions", cmd.Partitions, "replication_factor", rf)
+		}
+	}()
+}
+
+func (n *Node) driveCoordinator(ctx context.Context, r *replica) {
+	op := r.offsets
+	st := r.group.Status()
+	active, term := op.coord.Active()
+	switch {
+	case st.IsLeader() && (!active || term != st.Term):
+		if active {
+			op.coord.Deactivate()
+		}
+		if op.loading.CompareAndSwap(false, true) {
+			go n.activateCoordinator(ctx, r, st.Term)
+		}
+	case !st.IsLeader() && active:
+		op.coord.Deactivate()
+	case active && op.ticking.CompareAndSwap(false, true):
+		go func() {
+			defer op.ticking.Store(false)
+			op.coord.Tick()
+		}()
+	}
+}
+
+func (n *Node) activateCoordinator(ctx context.Context, r *replica, term uint64) {
+	defer r.offsets.loading.Store(false)
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.offsets.coord.Activate(actx, term); err != nil {
+		n.log.Info("group coordinator not activated", "partition", r.index, "term", term, "err", err)
+	}
+}
+
+// groupCoordinator returns the coordinator of group if this node is it,
+// or the Kafka error that tells the client to look again.
+func (n *Node) groupCoordinator(group string) (*groups.Coordinator, int16) {
+	t, ok := n.meta.View().Topics[groups.OffsetsTopic]
+	if !ok || len(t.Partitions) == 0 {
+		n.requestOffsetsTopic()
+		return nil, kerr.CoordinatorNotAvailable.Code
+	}
+	r := n.replicaFor(groups.OffsetsTopic, groups.PartitionFor(group, int32(len(t.Partitions))))
+	if r == nil || r.offsets == nil {
+		return nil, kerr.NotCoordinator.Code
+	}
+	st := r.group.Status()
+	if !st.IsLeader() {
+		return nil, kerr.NotCoordinator.Code
+	}
+	if active, term := r.offsets.coord.Active(); !active || term != st.Term {
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
+	return r.offsets.coord, 0
+}
+
+// localCoordinators returns the active coordinators on this node.
+func (n *Node) localCoordinators() []*groups.Coordinator {
+	var out []*groups.Coordinator
+	for _, r := range n.replicaList() {
+		if r.offsets == nil || !r.group.Status().IsLeader() {
+			continue
+		}
+		if active, _ := r.offsets.coord.Active(); active {
+			out = append(out, r.offsets.coord)
+		}
+	}
+	return out
+}
+
+// clientOf describes a request's connection for DescribeGroups.
+func clientOf(c *kafka.Conn) groups.Client {
+	host := ""
+	if a := c.RemoteAddr(); a != nil {
+		host = "/" + a.String()
+		if h, _, err := net.SplitHostPort(a.String()); err == nil {
+			host = "/" + h
+		}
+	}
+	return groups.Client{ID: c.ClientID(), Host: host}
+}
+
+// runAsync runs fn on its own goroutine and answers with what it returns:
+// group operations wait on raft, and Serve must return at once.
+func runAsync(fn func() kmsg.Response) kafka.Pending {
+	f := kafka.NewFuture()
+	go func() { f.Complete(fn(), nil) }()
+	return f
+}

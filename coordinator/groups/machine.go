@@ -1,0 +1,199 @@
+package groups
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// Machine is the replicated state machine of one __consumer_offsets
+// partition: the groups that hash to it, their generations, members and
+// assignments, and their committed offsets.
+//
+// Apply, Snapshot and Restore run on the raft group's goroutine; readers
+// (the coordinator, on any goroutine) go through the accessors, which take
+// mu for reading. The state lives in memory and is rebuilt on every start
+// from the group's raft snapshot and the WAL after it (Applied is 0).
+type Machine struct {
+	mu sync.RWMutex // guards st; a leaf lock
+	st *state
+}
+
+var _ raftgroup.StateMachine = (*Machine)(nil)
+
+// NewMachine returns an empty offsets partition state machine.
+func NewMachine() *Machine { return &Machine{st: newState()} }
+
+// Applied is zero: the state is rebuilt from snapshot and WAL on start.
+func (m *Machine) Applied() uint64 { return 0 }
+
+// Apply applies one committed entry. Entries that are no group command
+// (a leader's no-op, or a produce batch someone sent to the internal
+// topic) change nothing and return a Result with INVALID_REQUEST (the
+// no-op: nil); apply never fails, so a replica never halts on bad input.
+func (m *Machine) Apply(e raftgroup.Entry) (any, error) {
+	if len(e.Data) == 0 {
+		return nil, nil
+	}
+	c, err := DecodeCommand(e.Data)
+	if err != nil {
+		return Result{Code: kerr.InvalidRequest.Code}, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.apply(c), nil
+}
+
+// Group returns the group's replicated state, or nil. The caller must not
+// modify it.
+func (m *Machine) Group(name string) *Group {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.st.groups[name]
+}
+
+// Groups returns every group, sorted by name.
+func (m *Machine) Groups() []*Group {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Group, 0, len(m.st.groups))
+	for _, g := range m.st.groups {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Offsets returns a copy of the group's committed offsets.
+func (m *Machine) Offsets(group string) map[TopicPartition]Offset {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[TopicPartition]Offset, len(m.st.offsets[group]))
+	for tp, o := range m.st.offsets[group] {
+		out[tp] = o
+	}
+	return out
+}
+
+// Offset returns one committed offset.
+func (m *Machine) Offset(group string, tp TopicPartition) (Offset, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	o, ok := m.st.offsets[group][tp]
+	return o, ok
+}
+
+// wouldExpire reports whether an Expire at nowMs would remove anything.
+func (m *Machine) wouldExpire(nowMs, retentionMs int64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for name, g := range m.st.groups {
+		if len(g.Members) > 0 {
+			continue
+		}
+		if len(m.st.offsets[name]) == 0 {
+			return true
+		}
+		for _, o := range m.st.offsets[name] {
+			if expired(g, o, nowMs, retentionMs) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// snapshotDoc is the snapshot's encoding: JSON with sorted keys and
+// sorted offset lists, so equal states encode to equal bytes.
+type snapshotDoc struct {
+	Groups  map[string]*Group        `json:"groups"`
+	Offsets map[string][]savedOffset `json:"offsets"`
+}
+
+type savedOffset struct {
+	TopicPartition
+	Offset
+}
+
+// Snapshot encodes the whole state.
+func (m *Machine) Snapshot() ([]byte, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	doc := snapshotDoc{Groups: m.st.groups, Offsets: map[string][]savedOffset{}}
+	for name, offs := range m.st.offsets {
+		list := make([]savedOffset, 0, len(offs))
+		for tp, o := range offs {
+			list = append(list, savedOffset{tp, o})
+		}
+		sort.Slice(list, func(i, j int) bool {
+			a, b := list[i], list[j]
+			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+		})
+		doc.Offsets[name] = list
+	}
+	return json.Marshal(doc)
+}
+
+// SnapshotBody is nil: the snapshot data is the whole state.
+func (m *Machine) SnapshotBody(*raftpb.Snapshot) (io.ReadCloser, error) { return nil, nil }
+
+// ReceiveSnapshot has nothing to stage.
+func (m *Machine) ReceiveSnapshot(_ *raftpb.Snapshot, body io.Reader) error {
+	if body != nil {
+		_, err := io.Copy(io.Discard, body)
+		return err
+	}
+	return nil
+}
+
+// Restore replaces the state with the snapshot's.
+func (m *Machine) Restore(snap *raftpb.Snapshot) error {
+	st, err := decodeSnapshot(snap.GetData())
+	if err != nil {
+		return fmt.Errorf("restore offsets snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
+	}
+	m.mu.Lock()
+	m.st = st
+	m.mu.Unlock()
+	return nil
+}
+
+func decodeSnapshot(b []byte) (*state, error) {
+	st := newState()
+	if len(b) == 0 {
+		return st, nil
+	}
+	var doc snapshotDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("groups: decode snapshot: %w", err)
+	}
+	for name, g := range doc.Groups {
+		if g == nil {
+			return nil, fmt.Errorf("groups: decode snapshot: group %q is null", name)
+		}
+		if g.Members == nil {
+			g.Members = map[string]*Member{}
+		}
+		for id, mem := range g.Members {
+			if mem == nil {
+				return nil, fmt.Errorf("groups: decode snapshot: member %q of %q is null", id, name)
+			}
+		}
+		st.groups[name] = g
+	}
+	for name, list := range doc.Offsets {
+		offs := map[TopicPartition]Offset{}
+		for _, so := range list {
+			offs[so.TopicPartition] = so.Offset
+		}
+		st.offsets[name] = offs
+	}
+	return st, nil
+}
