@@ -139,8 +139,7 @@ func (n *Node) startRaft() error {
 // as voters; any other node joins it empty and is added as a learner by
 // the metadata leader.
 func (n *Node) startMetadataGroup() error {
-	// The metadata log is fsynced whatever --fsync says (raftgroup.GroupConfig.AlwaysFsync).
-	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true, AlwaysFsync: true}
+	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true}
 	if voters := n.cfg.metadataVoters(); slices.Contains(voters, n.cfg.NodeID) {
 		gc.Peers = voters
 	} else {
