@@ -193,6 +193,7 @@ func cloneMsg(m *raftpb.Message) *raftpb.Message {
 type kvSM struct {
 	mu       sync.Mutex
 	applied  uint64
+	lastSub  int
 	entries  []Entry
 	staged   map[uint64][]byte
 	restores int
@@ -218,10 +219,10 @@ func (s *kvSM) Apply(e Entry) (any, error) {
 	if s.applyErr != nil {
 		return nil, s.applyErr
 	}
-	if e.Index <= s.applied {
-		return nil, fmt.Errorf("kvsm: apply %d after %d", e.Index, s.applied)
+	if e.Index < s.applied || e.Index == s.applied && e.Sub <= s.lastSub {
+		return nil, fmt.Errorf("kvsm: apply %d.%d after %d.%d", e.Index, e.Sub, s.applied, s.lastSub)
 	}
-	s.applied = e.Index
+	s.applied, s.lastSub = e.Index, e.Sub
 	s.entries = append(s.entries, Entry{Index: e.Index, Term: e.Term, Data: bytes.Clone(e.Data)})
 	return fmt.Sprintf("ok:%d", e.Index), nil
 }

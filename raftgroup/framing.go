@@ -58,3 +58,75 @@ func unframe(data []byte) (origin, []byte, error) {
 	}
 	return o, data[frameHeader:], nil
 }
+
+// Small proposals are coalesced: the group's goroutine packs a run of them
+// into one raft entry, so that one WAL record, one replication message
+// entry and one apply turn carry many proposals (dragonboat and TiKV batch
+// the same way). The state machine still sees each payload as its own
+// Entry, with the raft index shared and Sub counting within it:
+//
+//	byte 0      frameBatchVersion
+//	uvarint     count
+//	count times: origin node (8 bytes), proposal id (8 bytes),
+//	             uvarint payload length, payload
+const frameBatchVersion = 2
+
+// coalesceMax is the largest payload that is coalesced; larger ones are
+// framed by their proposer and get an entry of their own.
+const coalesceMax = 64 << 10
+
+// frameBatch packs proposals (each with a raw payload) into one entry.
+func frameBatch(props []*Proposal) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for _, p := range props {
+		n += 16 + binary.MaxVarintLen64 + len(p.payload)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, frameBatchVersion)
+	b = binary.AppendUvarint(b, uint64(len(props)))
+	for _, p := range props {
+		b = binary.BigEndian.AppendUint64(b, p.origin.node)
+		b = binary.BigEndian.AppendUint64(b, p.origin.id)
+		b = binary.AppendUvarint(b, uint64(len(p.payload)))
+		b = append(b, p.payload...)
+	}
+	return b
+}
+
+// eachPayload calls fn with every (origin, payload) that data carries: one
+// for a single frame, many for a batch frame, and once with a zero origin
+// and nil payload for the leader's empty no-op. It stops at fn's first
+// error.
+func eachPayload(data []byte, fn func(o origin, payload []byte) error) error {
+	if len(data) == 0 || data[0] != frameBatchVersion {
+		o, payload, err := unframe(data)
+		if err != nil {
+			return err
+		}
+		return fn(o, payload)
+	}
+	count, k := binary.Uvarint(data[1:])
+	if k <= 0 || count == 0 || count > uint64(len(data)) {
+		return fmt.Errorf("%w: batch count", ErrBadFrame)
+	}
+	rest := data[1+k:]
+	for i := uint64(0); i < count; i++ {
+		if len(rest) < 16 {
+			return fmt.Errorf("%w: batch entry %d truncated", ErrBadFrame, i)
+		}
+		o := origin{node: binary.BigEndian.Uint64(rest[:8]), id: binary.BigEndian.Uint64(rest[8:16])}
+		size, k := binary.Uvarint(rest[16:])
+		if k <= 0 || o.node == 0 || size > uint64(len(rest)-16-k) {
+			return fmt.Errorf("%w: batch entry %d header", ErrBadFrame, i)
+		}
+		rest = rest[16+k:]
+		if err := fn(o, rest[:size:size]); err != nil {
+			return err
+		}
+		rest = rest[size:]
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%w: %d bytes after the batch", ErrBadFrame, len(rest))
+	}
+	return nil
+}

@@ -52,3 +52,49 @@ func FuzzUnframe(f *testing.F) {
 		}
 	})
 }
+
+func TestFrameBatch_RoundTrip(t *testing.T) {
+	props := []*Proposal{
+		{origin: origin{node: 1, id: 10}, payload: []byte("a")},
+		{origin: origin{node: 2, id: 11}, payload: bytes.Repeat([]byte("b"), 300)},
+		{origin: origin{node: 1, id: 12}, payload: []byte("c")},
+	}
+	var got []*Proposal
+	err := eachPayload(frameBatch(props), func(o origin, p []byte) error {
+		got = append(got, &Proposal{origin: o, payload: bytes.Clone(p)})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(props) {
+		t.Fatalf("decoded %d payloads, want %d", len(got), len(props))
+	}
+	for i := range props {
+		if got[i].origin != props[i].origin || !bytes.Equal(got[i].payload, props[i].payload) {
+			t.Errorf("payload %d: %+v, want %+v", i, got[i], props[i])
+		}
+	}
+}
+
+func FuzzEachPayload(f *testing.F) {
+	f.Add(frameBatch([]*Proposal{{origin: origin{node: 1, id: 2}, payload: []byte("x")}, {origin: origin{node: 3, id: 4}, payload: []byte("yz")}}))
+	f.Add(frame(origin{node: 1, id: 1}, []byte("single")))
+	f.Add([]byte{frameBatchVersion, 2, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		total := 0
+		err := eachPayload(data, func(o origin, p []byte) error {
+			total += len(p)
+			if len(data) > 0 && o.node == 0 {
+				t.Fatalf("decoded a zero origin from %x", data)
+			}
+			return nil
+		})
+		if err == nil && total > len(data) {
+			t.Fatalf("payloads of %d bytes from %d bytes of input", total, len(data))
+		}
+		if err != nil && !errors.Is(err, ErrBadFrame) {
+			t.Fatalf("error %v does not wrap ErrBadFrame", err)
+		}
+	})
+}

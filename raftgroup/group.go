@@ -36,6 +36,9 @@ type Group struct {
 	smApplied uint64 // the state machine held entries up to here at open
 	snapIndex uint64 // last snapshot index
 	waiters   map[uint64]*Proposal
+	results   []applied // scratch for applyNormal
+	savedTerm uint64    // term and vote of the last hard state saved
+	savedVote uint64
 	byIndex   []*Proposal // appended, not yet applied, ascending index
 	unindexed []*Proposal // stepped this cycle, not yet seen in a Ready
 	forward   bool        // GroupConfig.ForwardProposals
@@ -142,6 +145,7 @@ func (g *Group) restoreStorage(s State) error {
 		if err := g.mem.SetHardState(s.HardState); err != nil {
 			return fmt.Errorf("group %d: set hard state: %w", g.id, err)
 		}
+		g.savedTerm, g.savedVote = s.HardState.GetTerm(), s.HardState.GetVote()
 	}
 	if err := g.mem.Append(s.Entries); err != nil {
 		return fmt.Errorf("group %d: append entries: %w", g.id, err)
@@ -201,7 +205,9 @@ func (g *Group) openRaft(gc GroupConfig, s State) error {
 func (g *Group) ID() uint64 { return g.id }
 
 // Propose submits data as one entry and returns at once; the Proposal
-// reports the local durable append and the apply. Entries proposed by one
+// reports the local durable append and the apply. The group keeps data
+// (small proposals are packed together later, without a copy now), so the
+// caller must not change it afterwards. Entries proposed by one
 // caller enter the log in call order (a proposal that fails takes its
 // later ones in the same batch with it, so order is never broken). It
 // blocks only while the group's proposal queue is full, until ctx ends.
@@ -214,8 +220,12 @@ func (g *Group) Propose(ctx context.Context, data []byte) (*Proposal, error) {
 		return nil, err
 	}
 	p := newProposal(origin{node: g.node, id: g.nextID.Add(1)})
-	p.data = frame(p.origin, data)
-	p.size = len(p.data)
+	if len(data) <= coalesceMax {
+		p.payload, p.size = data, len(data)+frameHeader+binary.MaxVarintLen32
+	} else {
+		p.data = frame(p.origin, data)
+		p.size = len(p.data)
+	}
 	if err := g.enqueueProposal(ctx, p); err != nil {
 		return nil, err
 	}

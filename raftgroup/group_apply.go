@@ -59,22 +59,35 @@ func (g *Group) applyCommitted(ents []*raftpb.Entry) bool {
 	return true
 }
 
+// applied is one payload's outcome, for its proposer's waiter.
+type applied struct {
+	o     origin
+	value any
+}
+
 func (g *Group) applyNormal(e *raftpb.Entry) bool {
-	o, payload, err := unframe(e.GetData())
+	g.results = g.results[:0]
+	sub := 0
+	err := eachPayload(e.GetData(), func(o origin, payload []byte) error {
+		var value any
+		if e.GetIndex() > g.smApplied {
+			var err error
+			value, err = g.sm.Apply(Entry{Index: e.GetIndex(), Term: e.GetTerm(), Sub: sub, Data: payload})
+			if err != nil {
+				return err
+			}
+			g.metrics.appliedBytes.Add(uint64(len(payload)))
+		}
+		sub++
+		g.results = append(g.results, applied{o, value})
+		return nil
+	})
 	if err != nil {
 		g.fatal("apply", fmt.Errorf("entry %d: %w", e.GetIndex(), err))
 		return false
 	}
-	var value any
-	if e.GetIndex() > g.smApplied {
-		value, err = g.sm.Apply(Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: payload})
-		if err != nil {
-			g.fatal("apply", fmt.Errorf("entry %d: %w", e.GetIndex(), err))
-			return false
-		}
-		g.metrics.appliedBytes.Add(uint64(len(payload)))
-	}
-	g.resolve(e, o, value)
+	g.resolve(e.GetIndex(), g.results)
+	clear(g.results)
 	return true
 }
 
@@ -103,21 +116,30 @@ func (g *Group) applyConfChange(e *raftpb.Entry) bool {
 	if err != nil {
 		o = origin{}
 	}
-	g.resolve(e, o, cs)
+	g.resolve(e.GetIndex(), []applied{{o, cs}})
 	return true
 }
 
-// resolve completes the waiter for the entry at e's index, if it is ours,
-// and fails any waiter that the log passed over.
-func (g *Group) resolve(e *raftpb.Entry, o origin, value any) {
-	for len(g.byIndex) > 0 && g.byIndex[0].index <= e.GetIndex() {
+// resolve completes the waiters of our proposals in the entry at index,
+// with the outcomes in results (in payload order), and fails any waiter
+// that the log passed over. Our proposals sit in byIndex in log order, so
+// one forward scan of results matches them.
+func (g *Group) resolve(index uint64, results []applied) {
+	next := 0
+	for len(g.byIndex) > 0 && g.byIndex[0].index <= index {
 		p := g.byIndex[0]
 		g.byIndex[0] = nil
 		g.byIndex = g.byIndex[1:]
 		delete(g.waiters, p.origin.id)
-		if p.index == e.GetIndex() && p.origin == o {
-			p.finish(value, nil)
-			continue
+		if p.index == index {
+			for next < len(results) && results[next].o != p.origin {
+				next++
+			}
+			if next < len(results) {
+				p.finish(results[next].value, nil)
+				next++
+				continue
+			}
 		}
 		p.finish(nil, ErrProposalLost)
 	}

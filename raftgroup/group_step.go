@@ -120,19 +120,11 @@ func (g *Group) propose(props []*Proposal) {
 }
 
 func (g *Group) stepProposals(batch []*Proposal, leader bool) error {
-	ents := make([]*raftpb.Entry, len(batch))
-	for i, p := range batch {
-		e := &raftpb.Entry{Data: p.data}
-		if p.cc != nil {
-			typ, data, err := raftpb.MarshalConfChange(p.cc)
-			if err != nil {
-				return err
-			}
-			e = &raftpb.Entry{Type: typ.Enum(), Data: data}
-		}
-		ents[i] = e
+	ents, err := entriesFor(batch)
+	if err != nil {
+		return err
 	}
-	err := g.raw.Step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(g.node), Entries: ents})
+	err = g.raw.Step(&raftpb.Message{Type: raftpb.MsgProp.Enum(), From: new(g.node), Entries: ents})
 	if errors.Is(err, raft.ErrProposalDropped) {
 		return ErrProposalDropped
 	}
@@ -149,6 +141,41 @@ func (g *Group) stepProposals(batch []*Proposal, leader bool) error {
 		}
 	}
 	return nil
+}
+
+// entriesFor turns queued proposals into raft entries: each run of small
+// proposals becomes one coalesced entry, and large ones and conf changes
+// an entry each, in queue order.
+func entriesFor(batch []*Proposal) ([]*raftpb.Entry, error) {
+	var ents []*raftpb.Entry
+	run := 0 // start of the current run of small proposals
+	flush := func(end int) {
+		switch n := end - run; {
+		case n == 1:
+			p := batch[run]
+			ents = append(ents, &raftpb.Entry{Data: frame(p.origin, p.payload)})
+		case n > 1:
+			ents = append(ents, &raftpb.Entry{Data: frameBatch(batch[run:end])})
+		}
+	}
+	for i, p := range batch {
+		if p.payload != nil {
+			continue
+		}
+		flush(i)
+		run = i + 1
+		if p.cc == nil {
+			ents = append(ents, &raftpb.Entry{Data: p.data})
+			continue
+		}
+		typ, data, err := raftpb.MarshalConfChange(p.cc)
+		if err != nil {
+			return nil, err
+		}
+		ents = append(ents, &raftpb.Entry{Type: typ.Enum(), Data: data})
+	}
+	flush(len(batch))
+	return ents, nil
 }
 
 // forwardedProposal is a proposal a follower sent on to its leader; it
@@ -217,6 +244,10 @@ func (g *Group) handleReady(rd raft.Ready) {
 		g.markActive()
 	}
 	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	early := g.canSendEarly(rd, hasSnap)
+	if early {
+		g.send(rd.Messages)
+	}
 	if hasSnap {
 		if err := g.storage.SaveSnapshot(rd.Snapshot); err != nil {
 			g.fatal("save snapshot", err)
@@ -240,11 +271,16 @@ func (g *Group) handleReady(rd raft.Ready) {
 			g.cfg.ObserveSync(time.Since(began))
 		}
 	}
+	if hs := rd.HardState; hs != nil {
+		g.savedTerm, g.savedVote = hs.GetTerm(), hs.GetVote()
+	}
 	if !g.updateMemory(rd, hasSnap) {
 		return
 	}
 	g.noteAppended(rd.Entries)
-	g.send(rd.Messages)
+	if !early {
+		g.send(rd.Messages)
+	}
 	if hasSnap && !g.restore(rd.Snapshot) {
 		return
 	}
@@ -258,6 +294,25 @@ func (g *Group) handleReady(rd raft.Ready) {
 		return
 	}
 	g.raw.Advance(rd)
+}
+
+// canSendEarly reports whether a Ready's messages may go out before its
+// entries are durable: a leader that stays leader may replicate while it
+// writes its own log (raft thesis 10.2.1; etcd's server does the same),
+// which takes one fsync off the commit path. It stays safe because raft
+// counts the leader's own copy toward a commit only when its self-ack is
+// stepped at Advance, after the entries are durable. The messages must still not
+// promise a term or vote that is not yet durable, so a Ready that changes
+// either, or carries a snapshot, sends after persisting as usual.
+func (g *Group) canSendEarly(rd raft.Ready, hasSnap bool) bool {
+	if hasSnap || g.lastSoft.RaftState != raft.StateLeader {
+		return false
+	}
+	if rd.SoftState != nil && rd.SoftState.RaftState != raft.StateLeader {
+		return false
+	}
+	hs := rd.HardState
+	return hs == nil || hs.GetTerm() == g.savedTerm && hs.GetVote() == g.savedVote
 }
 
 // updateMemory mirrors the now-durable state into raft's MemoryStorage.
@@ -312,31 +367,34 @@ func (g *Group) noteAppended(ents []*raftpb.Entry) {
 	}
 	g.failFrom(ents[0].GetIndex(), ErrProposalLost)
 	for _, e := range ents {
-		o, ok := g.entryOrigin(e)
-		if !ok || o.node != g.node {
-			continue
-		}
-		if p := g.waiters[o.id]; p != nil && p.index == 0 {
-			p.markAppended(e.GetIndex(), e.GetTerm())
-			g.byIndex = append(g.byIndex, p)
-		}
+		g.eachOrigin(e, func(o origin) {
+			if p := g.waiters[o.id]; o.node == g.node && p != nil && p.index == 0 {
+				p.markAppended(e.GetIndex(), e.GetTerm())
+				g.byIndex = append(g.byIndex, p)
+			}
+		})
 	}
 }
 
-// entryOrigin finds the frame of a normal entry or a ConfChangeV2's context.
-func (g *Group) entryOrigin(e *raftpb.Entry) (origin, bool) {
+// eachOrigin calls fn with the origin of every proposal in a normal entry
+// (several for a coalesced one) or a ConfChangeV2's context.
+func (g *Group) eachOrigin(e *raftpb.Entry, fn func(origin)) {
 	data := e.GetData()
 	if e.GetType() == raftpb.EntryConfChangeV2 {
 		var cc raftpb.ConfChangeV2
 		if proto.Unmarshal(data, &cc) != nil {
-			return origin{}, false
+			return
 		}
 		data = cc.GetContext()
 	} else if e.GetType() != raftpb.EntryNormal {
-		return origin{}, false
+		return
 	}
-	o, _, err := unframe(data)
-	return o, err == nil && o.node != 0
+	_ = eachPayload(data, func(o origin, _ []byte) error {
+		if o.node != 0 {
+			fn(o)
+		}
+		return nil
+	})
 }
 
 // failFrom fails every appended proposal at index >= from with err (a

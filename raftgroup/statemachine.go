@@ -11,6 +11,10 @@ import (
 type Entry struct {
 	Index uint64
 	Term  uint64
+	// Sub numbers the payloads of one raft entry from 0: small proposals
+	// are coalesced into one entry (framing.go), and each reaches the
+	// state machine on its own with the entry's Index.
+	Sub int
 	// Data is the proposal payload. It is empty for the no-op entry a new
 	// leader appends at the start of its term, which is passed on so that a
 	// state machine can record term boundaries (Kafka leader epochs).

@@ -16,18 +16,18 @@ import (
 //     is lost).
 type checker struct {
 	leaders    map[[2]uint64]uint64 // (group, term) -> node
-	committed  map[uint64]map[uint64]string
+	committed  map[uint64]map[pos]string
 	replicas   map[[2]uint64][]record // (node, group) -> applied sequence
-	acked      map[uint64]map[uint64]string
+	acked      map[uint64]map[pos]string
 	violations []string
 }
 
 func newChecker() *checker {
 	return &checker{
 		leaders:   map[[2]uint64]uint64{},
-		committed: map[uint64]map[uint64]string{},
+		committed: map[uint64]map[pos]string{},
 		replicas:  map[[2]uint64][]record{},
-		acked:     map[uint64]map[uint64]string{},
+		acked:     map[uint64]map[pos]string{},
 	}
 }
 
@@ -47,8 +47,8 @@ func (c *checker) onLeader(group, term, node uint64) {
 func (c *checker) onApply(node, group uint64, r record) {
 	k := [2]uint64{node, group}
 	seq := c.replicas[k]
-	if n := len(seq); n > 0 && seq[n-1].Index >= r.Index {
-		c.fail("node %d group %d applied index %d after %d (twice or out of order)", node, group, r.Index, seq[n-1].Index)
+	if n := len(seq); n > 0 && !seq[n-1].Pos.less(r.Pos) {
+		c.fail("node %d group %d applied %v after %v (twice or out of order)", node, group, r.Pos, seq[n-1].Pos)
 	}
 	c.replicas[k] = append(seq, r)
 	c.noteCommitted(node, group, r)
@@ -57,14 +57,14 @@ func (c *checker) onApply(node, group uint64, r record) {
 func (c *checker) noteCommitted(node, group uint64, r record) {
 	g := c.committed[group]
 	if g == nil {
-		g = map[uint64]string{}
+		g = map[pos]string{}
 		c.committed[group] = g
 	}
-	if prev, ok := g[r.Index]; ok && prev != r.Data {
-		c.fail("group %d index %d changed: %q applied before, node %d applied %q", group, r.Index, prev, node, r.Data)
+	if prev, ok := g[r.Pos]; ok && prev != r.Data {
+		c.fail("group %d entry %v changed: %q applied before, node %d applied %q", group, r.Pos, prev, node, r.Data)
 		return
 	}
-	g[r.Index] = r.Data
+	g[r.Pos] = r.Data
 }
 
 func (c *checker) onRestore(node, group uint64, seq []record) {
@@ -80,13 +80,13 @@ func (c *checker) onCrash(node, group uint64) {
 	delete(c.replicas, [2]uint64{node, group})
 }
 
-func (c *checker) onAck(group, index uint64, data string) {
+func (c *checker) onAck(group uint64, p pos, data string) {
 	g := c.acked[group]
 	if g == nil {
-		g = map[uint64]string{}
+		g = map[pos]string{}
 		c.acked[group] = g
 	}
-	g[index] = data
+	g[p] = data
 }
 
 // final checks that every replica of every group holds exactly the
@@ -94,13 +94,18 @@ func (c *checker) onAck(group, index uint64, data string) {
 func (c *checker) final(nodes, groups []uint64) {
 	for _, gid := range groups {
 		var want []record
-		for idx, d := range c.committed[gid] {
-			want = append(want, record{idx, d})
+		for p, d := range c.committed[gid] {
+			want = append(want, record{p, d})
 		}
-		slices.SortFunc(want, func(a, b record) int { return int(a.Index) - int(b.Index) })
+		slices.SortFunc(want, func(a, b record) int {
+			if a.Pos.less(b.Pos) {
+				return -1
+			}
+			return 1
+		})
 		for idx, d := range c.acked[gid] {
 			if got, ok := c.committed[gid][idx]; !ok || got != d {
-				c.fail("group %d: acknowledged entry %d %q lost (log has %q)", gid, idx, d, got)
+				c.fail("group %d: acknowledged entry %v %q lost (log has %q)", gid, idx, d, got)
 			}
 		}
 		for _, n := range nodes {

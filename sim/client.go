@@ -19,13 +19,17 @@ type client struct {
 var ctxBackground = context.Background()
 
 // offerLoad proposes, per group, to whichever live node believes it
-// leads, as a Kafka client following leader hints would.
+// leads, as a Kafka client following leader hints would. A turn proposes a
+// burst of one to four entries, so that the group coalesces small
+// proposals into one raft entry as it does under load.
 func (s *Sim) offerLoad() {
 	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
 		if s.rng.Float64() >= s.cfg.ProposeRate {
 			continue
 		}
-		s.propose(g, fmt.Sprintf("g%d-t%d", g, s.now))
+		for i := range 1 + s.rng.IntN(4) {
+			s.propose(g, fmt.Sprintf("g%d-t%d-%d", g, s.now, i))
+		}
 	}
 }
 
@@ -69,7 +73,11 @@ func (s *Sim) pollClients() {
 		case <-c.p.Done():
 			res, err := c.p.Wait(ctxBackground)
 			if err == nil {
-				s.chk.onAck(c.group, res.Index, c.data)
+				p, ok := res.Value.(pos)
+				if !ok {
+					s.chk.fail("proposal %q applied with %T, not its log position", c.data, res.Value)
+				}
+				s.chk.onAck(c.group, p, c.data)
 				s.res.Acked++
 			} else if !expectedFailure(err) {
 				s.chk.fail("proposal %q failed unexpectedly: %s", c.data, err)

@@ -13,9 +13,18 @@ import (
 
 // record is one applied entry as a replica saw it.
 type record struct {
-	Index uint64
-	Data  string
+	Pos  pos
+	Data string
 }
+
+// pos is where a payload sits in the log: the raft index and, for small
+// proposals coalesced into one entry, the payload's place in it.
+type pos struct {
+	Index uint64
+	Sub   int
+}
+
+func (p pos) less(q pos) bool { return p.Index < q.Index || p.Index == q.Index && p.Sub < q.Sub }
 
 // StateMachine is the simulated replica state: the sequence of applied
 // entries. It is volatile (Applied is 0 after a restart), so a restarted
@@ -41,14 +50,14 @@ func (m *StateMachine) Applied() uint64 { return 0 }
 
 // Apply records the entry and reports it to the checker.
 func (m *StateMachine) Apply(e raftgroup.Entry) (any, error) {
-	r := record{Index: e.Index, Data: string(e.Data)}
+	r := record{Pos: pos{e.Index, e.Sub}, Data: string(e.Data)}
 	m.applied = append(m.applied, r)
 	m.chk.onApply(m.node, m.group, r)
 	if m.ApplyTwice {
 		m.applied = append(m.applied, r)
 		m.chk.onApply(m.node, m.group, r)
 	}
-	return e.Index, nil
+	return r.Pos, nil
 }
 
 // Snapshot encodes the whole applied sequence (runs are short).
