@@ -30,6 +30,7 @@ import (
 func TestE2E_Groups(t *testing.T) {
 	c := e2eCluster(t, 3, "--group-min-session-timeout", "1s", "--group-initial-rebalance-delay", "1s")
 	t.Run("MixedClientsSharePartitions", func(t *testing.T) { grpMixedClients(t, c) })
+	t.Run("CLI", func(t *testing.T) { grpCLIChecks(t, c) })
 	t.Run("ConsumerKill", func(t *testing.T) { grpConsumerKill(t, c) })
 	t.Run("CoordinatorKill", func(t *testing.T) { grpCoordinatorKill(t, c) })
 }
