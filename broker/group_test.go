@@ -100,13 +100,14 @@ func TestNode_GroupConsumersShareAndCommit(t *testing.T) {
 		}
 		return true
 	})
-	described, err := adm.DescribeGroups(ctx, "g1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := described["g1"]; d.State != "Stable" || len(d.Members) != 3 {
-		t.Fatalf("described: state %s, %d members", d.State, len(d.Members))
-	}
+	eventually(t, "a stable group of 3 members sharing the 6 partitions", func() bool {
+		described, err := adm.DescribeGroups(ctx, "g1")
+		if err != nil {
+			return false
+		}
+		d := described["g1"]
+		return d.State == "Stable" && len(d.Members) == 3 && len(d.AssignedPartitions()["gt"]) == 6
+	})
 	cancel()
 	wg.Wait()
 
