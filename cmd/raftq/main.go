@@ -7,6 +7,7 @@
 //	raftq consume TOPIC            from the beginning, an offset or the end
 //	raftq cluster status           nodes, leaders, terms, lag
 //	raftq bench                    produce throughput and latency
+//	raftq group list|describe|reset-offsets   consumer groups
 //
 // Run "raftq COMMAND --help" for a command's flags.
 package main
@@ -45,6 +46,7 @@ func commands() map[string]command {
 		"consume": {"consume records", runConsume},
 		"cluster": {"cluster status", runCluster},
 		"bench":   {"measure produce throughput and latency", runBench},
+		"group":   {"list, describe or reset consumer groups", runGroup},
 	}
 }
 
