@@ -135,10 +135,11 @@ func (c *Coordinator) Activate(ctx context.Context, term uint64) error {
 			sessions[g.Name] = loadSession(g, now)
 		}
 	}
+	loaded := len(sessions) // sessions is shared once published
 	c.mu.Lock()
 	c.active, c.term, c.sessions, c.lastExpire = true, term, sessions, now
 	c.mu.Unlock()
-	c.log.Info("group coordinator active", "term", term, "groups", len(sessions))
+	c.log.Info("group coordinator active", "term", term, "groups", loaded)
 	return nil
 }
 
