@@ -46,6 +46,7 @@ func grpCLIChecks(t *testing.T, c *chaos.Cluster) {
 		strings.Count(out, "\n"+topic+" ") != 6 || !strings.Contains(out, " 30 ") {
 		t.Fatalf("group describe: %v\n%s", err, out)
 	}
+	t.Logf("raftq group describe %s:\n%s", group, out)
 	if _, err := grpCLI(t, c, "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute"); err == nil ||
 		!strings.Contains(err.Error(), "Stable") {
 		t.Fatalf("reset of an active group: %v, want a refusal naming its state", err)
