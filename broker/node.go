@@ -139,7 +139,8 @@ func (n *Node) startRaft() error {
 // as voters; any other node joins it empty and is added as a learner by
 // the metadata leader.
 func (n *Node) startMetadataGroup() error {
-	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true}
+	// The metadata log is fsynced whatever --fsync says (raftgroup.GroupConfig.AlwaysFsync).
+	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true, AlwaysFsync: true}
 	if voters := n.cfg.metadataVoters(); slices.Contains(voters, n.cfg.NodeID) {
 		gc.Peers = voters
 	} else {

@@ -167,6 +167,12 @@ type GroupConfig struct {
 	// proposes registrations and hints; partitions answer clients with the
 	// leader's address instead.
 	ForwardProposals bool
+	// AlwaysFsync fsyncs this group's WAL even when the host's Fsync is
+	// FsyncNever. The metadata group sets it: a never-fsync policy trades
+	// partition data for speed, as Kafka's default flush policy does, but
+	// the cluster's metadata log is fsynced (as KRaft's is), or a power
+	// loss could make the cluster forget its topics.
+	AlwaysFsync bool
 }
 
 // Validate reports the first problem with g for a host whose node is node.

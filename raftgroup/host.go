@@ -92,7 +92,11 @@ func (h *Host) CreateGroup(gc GroupConfig) (*Group, error) {
 	if _, ok := h.groups[gc.ID]; ok {
 		return nil, fmt.Errorf("%w: %d", ErrGroupExists, gc.ID)
 	}
-	st, err := h.openStorage(gc.ID)
+	fsync := h.cfg.Fsync
+	if gc.AlwaysFsync {
+		fsync = FsyncAlways
+	}
+	st, err := h.openStorage(gc.ID, fsync)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +117,7 @@ func (h *Host) groupDir(id uint64) string {
 	return filepath.Join(h.cfg.DataDir, "raft", strconv.FormatUint(id, 10))
 }
 
-func (h *Host) openStorage(id uint64) (Storage, error) {
+func (h *Host) openStorage(id uint64, fsync FsyncPolicy) (Storage, error) {
 	dir := h.groupDir(id)
 	if h.cfg.NewStorage != nil {
 		return h.cfg.NewStorage(id, dir)
@@ -121,7 +125,7 @@ func (h *Host) openStorage(id uint64) (Storage, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create group dir %s: %w", dir, err)
 	}
-	return OpenDiskStorage(dir, h.cfg.NodeID, id, h.cfg.Fsync, h.log.With("group", id))
+	return OpenDiskStorage(dir, h.cfg.NodeID, id, fsync, h.log.With("group", id))
 }
 
 func (h *Host) rebuildList() {

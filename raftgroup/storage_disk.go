@@ -44,6 +44,7 @@ const keepSnapFiles = 2
 // DiskStorage is a group's etcd WAL (dir/wal) and snapshotter (dir/snap).
 type DiskStorage struct {
 	dir   string
+	fsync FsyncPolicy
 	w     *wal.WAL
 	snaps *snap.Snapshotter
 	zl    *zap.Logger
@@ -57,7 +58,7 @@ var _ Storage = (*DiskStorage)(nil)
 // in dir. A WAL written for another node or group is refused. A torn last
 // record (a crash mid-write) is repaired once, as etcd does.
 func OpenDiskStorage(dir string, node, group uint64, fsync FsyncPolicy, l *slog.Logger) (*DiskStorage, error) {
-	s := &DiskStorage{dir: dir, zl: logging.Zap(l)}
+	s := &DiskStorage{dir: dir, fsync: fsync, zl: logging.Zap(l)}
 	snapDir := filepath.Join(dir, "snap")
 	if err := os.MkdirAll(snapDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create snap dir %s: %w", snapDir, err)
