@@ -55,7 +55,9 @@
 // may. Run executes it against an Env (a Cluster), reports every step as
 // an Event (kind, phase, nodes, detail, monotonic begin/end) to a
 // callback, and always finishes with a final heal: heal partitions,
-// resume all, start all.
+// resume all, start all. Callers that keep their own clock (jepsen's
+// nemesis runner) perform one fault at a time with StartFault and
+// StopFault, which act exactly as Run's steps do.
 //
 // # Cleanup guarantees
 //

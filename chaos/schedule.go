@@ -37,6 +37,8 @@ const (
 	TargetLeader   Target = "leader" // resolved when the fault starts
 )
 
+var knownTargets = []Target{TargetOne, TargetMinority, TargetMajority, TargetAll, TargetLeader}
+
 // Shape says how a partition cuts the cluster.
 type Shape string
 
@@ -48,6 +50,8 @@ const (
 	ShapeBridge           Shape = "bridge"
 	ShapeMajoritiesRing   Shape = "majorities-ring" // 5 nodes or more
 )
+
+var knownShapes = []Shape{ShapeMajorityMinority, ShapeIsolateOne, ShapeIsolateLeader, ShapeBridge, ShapeMajoritiesRing}
 
 // ScheduleConfig describes a nemesis schedule.
 type ScheduleConfig struct {
@@ -86,6 +90,16 @@ func (c ScheduleConfig) Validate() error {
 		return errors.New("chaos: kill and pause need targets")
 	case len(c.Shapes) == 0 && slices.Contains(c.Kinds, KindPartition):
 		return errors.New("chaos: partition needs shapes")
+	}
+	for _, t := range c.Targets {
+		if !slices.Contains(knownTargets, t) {
+			return fmt.Errorf("chaos: unknown kill/pause target %q (want one of %v)", t, knownTargets)
+		}
+	}
+	for _, s := range c.Shapes {
+		if !slices.Contains(knownShapes, s) {
+			return fmt.Errorf("chaos: unknown partition shape %q (want one of %v)", s, knownShapes)
+		}
 	}
 	for _, k := range c.Kinds {
 		switch k {
