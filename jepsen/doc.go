@@ -98,7 +98,15 @@
 //     was invoked cannot make a correct history look illegal. Each partition
 //     is searched with a timeout; a partition that runs out is unknown,
 //     never ok. Porcupine's visualization of each illegal partition goes
-//     into the report.
+//     into the report. Two reductions keep the search tractable without
+//     changing the verdict: an info send whose value some read returned
+//     is pinned to the offset it was read at (values are unique, so no
+//     linearization puts it elsewhere), and an info send no read returned
+//     is left out when its partition's complete final read returned every
+//     offset below its high watermark (it cannot have landed below, and
+//     after the final read it changes no read). Left open, each such send
+//     is tried at every point of the history, and a few of them made
+//     partitions of a few thousand ops run out of time.
 //
 // Check returns Results: every checker's verdict (ok, fail, unknown), counts
 // and up to MaxExamples concrete anomalies citing history op indexes. Valid
@@ -122,6 +130,71 @@
 // final heal, even when the context was canceled), calls Config.Recover, and
 // only then does the final reads.
 //
+// # Running against raftq
+//
+// RunRaftq (the `raftq jepsen run` command) runs the whole test against
+// real `raftq server` processes:
+//
+//  1. Prerequisites: ip and iptables (netns.Available), and FUSE when the
+//     data dirs go on lazyfs (lazyfs.Available, also forced on by the
+//     lose-unfsynced nemesis); then chaos.CleanupStale removes namespaces
+//     and mounts that dead runs left.
+//  2. chaos.Plan draws the fault schedule from the seed (kinds, interval,
+//     kill/pause targets, partition shapes); ScheduleFromChaos turns it
+//     into the run's start/stop steps, named by kind.
+//  3. chaos.New makes a private network namespace and N nodes, each
+//     `raftq server` with chaos.ServerArgs (cluster id "jepsen", the
+//     --fsync policy, --unsafe-ack-before-commit when asked, any extra
+//     --server-arg), the peer port guarded so a node that dials peers
+//     from the wrong address fails loudly. The harness waits until every
+//     node's /v1/status sees every broker alive.
+//  4. Run: the workload's kgo clients reach the nodes through
+//     Cluster.DialContext (kgo.Dialer) and refresh metadata at most every
+//     250 ms after errors (kgo's default of 5 s would leave every client
+//     stuck on a killed leader). The topic is created with the asked
+//     partitions and replication factor. ChaosNemesis performs the steps
+//     (chaos.StartFault, chaos.StopFault) and records each one with the
+//     nodes it hit.
+//  5. Recover is the final heal: heal partitions, resume every node,
+//     start every node that is down, then wait until every node sees all
+//     brokers alive and every partition of the topic has a leader. Then
+//     the final reads, the checks and the report.
+//  6. The cluster is closed (processes killed, lazyfs unmounted, the
+//     namespace deleted) even on failure; nemesis.json records the
+//     schedule, every fault step and every node exit the harness did not
+//     cause. The nodes' logs stay in <report>/cluster/node-N.log, their data
+//     dirs are removed unless KeepData.
+//
+// Address plan: inside the namespace lo holds 127.0.0.0/8; node i binds
+// 127.0.0.<i+1> on 9092 (Kafka), 9093 (peer) and 9644 (admin); the
+// harness and its clients are 127.0.0.1, which partitions never cut, so
+// clients reach every node as Jepsen's do. The broker dials peers from
+// its own peer address, so rules matching node addresses cut node
+// traffic exactly.
+//
+// What each nemesis does to raftq:
+//
+//   - kill: SIGKILL to one node, a minority, a majority, all, or the leader
+//     of a partition of the test topic (each leader fault takes the next
+//     partition in turn, asked over /v1/status); stop restarts them on
+//     the same data dir. A killed raft node loses nothing it fsynced;
+//     with a majority down its partitions are unavailable until restart.
+//   - pause: SIGSTOP to the same kinds of targets, SIGCONT at stop. A
+//     paused leader stops heartbeating; the others elect a new leader
+//     after the election timeout, and the old one learns the new term
+//     when it resumes.
+//   - partition: iptables DROP rules between node addresses in one of the
+//     shapes majority-minority, isolate-one, isolate-leader, bridge,
+//     majorities-ring (5+ nodes); stop heals. A cut-off leader loses its
+//     quorum (CheckQuorum) and steps down; clients still reach it and get
+//     NOT_LEADER_OR_FOLLOWER.
+//   - lose-unfsynced: a power loss of the whole cluster: SIGKILL every
+//     node, then lazyfs drops every write not fsynced; stop restarts
+//     every node. With --fsync always raft's WAL holds every acknowledged
+//     write; with --fsync never the partition WALs lose what was written
+//     since start (the metadata log is always fsynced, so the topic
+//     survives and the loss can be measured).
+//
 // # Goroutines
 //
 // Workload.Run starts one goroutine per producer and consumer worker; each
@@ -132,7 +205,9 @@
 // cannot stall the worker; that goroutine ends when the client is closed.
 // kgo's group callbacks touch only the consumer's rebalance list, under its
 // mutex. Run adds one goroutine for the nemesis schedule; Start and Stop are
-// never called concurrently. Check runs porcupine on up to GOMAXPROCS
+// never called concurrently. ChaosNemesis guards its fault queue and event
+// list with one mutex (a leaf), since Events may be read from another
+// goroutine. Check runs porcupine on up to GOMAXPROCS
 // partitions at once; everything else in Check is single-threaded.
 //
 // # Departures
@@ -146,4 +221,7 @@
 //     have read (a reader seeked past it, the final read failed) is not
 //     called lost.
 //   - The report's plots are made with gonum/plot rather than gnuplot.
+//   - RunRaftq knows raftq's command line (through chaos.ServerArgs) and
+//     decodes the few /v1/status fields it needs itself, since jepsen may
+//     not import broker.
 package jepsen

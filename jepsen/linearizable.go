@@ -219,17 +219,33 @@ func (a *analysis) linOps() map[TP][]porcupine.Operation {
 		}
 		return id
 	}
+	dense := map[TP]bool{}
+	for tp, r := range a.finals {
+		dense[tp] = readsEveryOffset(r)
+	}
 	for _, s := range a.sends {
 		if s.typ() == Fail {
 			continue
 		}
 		tp := s.v.TP()
+		// An indefinite send no read returned, on a partition whose
+		// complete final read returned every offset below its high
+		// watermark, did not land below it: it can only take effect after
+		// the final read, where it changes no read. Left open, porcupine
+		// would try it at every point of the history.
+		if s.typ() == Info && !a.observed(s.v.Value) && dense[tp] {
+			continue
+		}
 		ret := int64(infinity) // an indefinite send may take effect at any later time
 		if s.typ() == OK {
 			ret = s.comp.Time
 		}
+		// An indefinite send whose value a read returned can only have
+		// landed where it was read (values are unique, and a value read
+		// at two offsets has no linearization anyway), so pin it there:
+		// porcupine then tries it at one point of the log, not at all.
 		out[tp] = append(out[tp], porcupine.Operation{
-			ClientId: client(tp, s.inv.Process), Input: linSendIn{s.v.Value}, Output: linSendOut{s.offset},
+			ClientId: client(tp, s.inv.Process), Input: linSendIn{s.v.Value}, Output: linSendOut{a.knownOffset(s)},
 			Call: s.inv.Time, Return: ret, Metadata: s.inv.Index,
 		})
 	}
@@ -244,6 +260,22 @@ func (a *analysis) linOps() map[TP][]porcupine.Operation {
 		})
 	}
 	return out
+}
+
+// readsEveryOffset reports whether r returned a record at every offset
+// from 0 to its high watermark.
+func readsEveryOffset(r read) bool {
+	hw := r.r.HighWatermark
+	if hw < 0 || int64(len(r.r.Records)) < hw {
+		return false
+	}
+	have := make([]bool, hw)
+	for _, rec := range r.r.Records {
+		if rec.Offset >= 0 && rec.Offset < hw {
+			have[rec.Offset] = true
+		}
+	}
+	return !slices.Contains(have, false)
 }
 
 func readClaim(r read) linReadOut {

@@ -8,6 +8,7 @@
 //	raftq cluster status           nodes, leaders, terms, lag
 //	raftq bench                    produce throughput and latency
 //	raftq group list|describe|reset-offsets   consumer groups
+//	raftq jepsen run               a checked run of a local cluster under faults
 //
 // Run "raftq COMMAND --help" for a command's flags.
 package main
@@ -47,6 +48,7 @@ func commands() map[string]command {
 		"cluster": {"cluster status", runCluster},
 		"bench":   {"measure produce throughput and latency", runBench},
 		"group":   {"list, describe or reset consumer groups", runGroup},
+		"jepsen":  {"run a Jepsen test against a local cluster under faults", runJepsen},
 	}
 }
 

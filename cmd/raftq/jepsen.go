@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/raftq/raftq/chaos"
+	"github.com/raftq/raftq/jepsen"
+)
+
+// jepsenFlags binds `raftq jepsen run`'s flags.
+type jepsenFlags struct {
+	cfg         jepsen.RaftqConfig
+	nemeses     []string
+	targets     []string
+	shapes      []string
+	acks        string
+	concurrency int
+	rf          int16
+	logLevel    string
+	now         func() time.Time
+}
+
+func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
+	f := &jepsenFlags{cfg: jepsen.DefaultRaftqConfig(), now: time.Now}
+	c, w, s := &f.cfg, &f.cfg.Run.Workload, &f.cfg.Schedule
+	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "raftq server processes to run")
+	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced (comma separated; none for no faults)")
+	fs.DurationVar(&w.Duration, "time", 120*time.Second, "how long the workload and the faults run")
+	fs.Float64Var(&w.Rate, "rate", w.Rate, "operations per second, all processes together")
+	fs.StringVar(&f.acks, "acks", "all", "producer acks: all, 1 or 0")
+	fs.Uint64Var(&s.Seed, "seed", 1, "seed of the fault schedule and the workload")
+	fs.StringVar(&c.Fsync, "fsync", c.Fsync, "nodes' WAL fsync policy: always or never")
+	fs.StringVar(&c.Run.ReportDir, "report-dir", "", "report directory (default: jepsen-reports/<time>)")
+	fs.StringVar(&c.Binary, "binary", "", "raftq executable the nodes run (default: this executable)")
+	fs.Int32Var(&w.Partitions, "partitions", w.Partitions, "partitions of the test topic")
+	fs.Int16Var(&f.rf, "replication-factor", 0, "replication factor of the test topic (default: min(3, nodes))")
+	fs.IntVar(&f.concurrency, "concurrency", w.Producers+w.Consumers, "client processes: two thirds produce, the rest poll")
+	fs.DurationVar(&s.Interval, "nemesis-interval", s.Interval, "mean time between faults of one kind, and mean fault length")
+	fs.StringSliceVar(&f.targets, "kill-targets", targetNames(s.Targets), "nodes kill and pause hit: one, minority, majority, all, leader")
+	fs.StringSliceVar(&f.shapes, "partition-shapes", shapeNames(s.Shapes), "partitions: majority-minority, isolate-one, isolate-leader, bridge, majorities-ring")
+	fs.BoolVar(&w.Idempotent, "idempotent", true, "idempotent producers (default false with --unsafe-ack-before-commit)")
+	fs.StringVar(&w.PollMode, "poll-mode", w.PollMode, "consumers: assign (seek) or subscribe (consumer groups)")
+	fs.DurationVar(&w.OpTimeout, "op-timeout", w.OpTimeout, "a send or poll without an answer by then is indefinite")
+	fs.DurationVar(&w.FinalReadTimeout, "final-read-timeout", w.FinalReadTimeout, "bound on reading each partition after the heal")
+	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "bound on the cluster becoming healthy at start and after the heal")
+	fs.StringArrayVar(&c.ServerArgs, "server-arg", nil, "extra raftq server flag for every node, e.g. --server-arg=--tick-interval=50ms (repeatable)")
+	fs.BoolVar(&c.KeepData, "keep-data", false, "keep the nodes' data directories in the report")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "harness log level on stderr: debug, info, warn or error")
+	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "nodes answer acks=all before commit (to test the checkers)")
+	_ = fs.MarkHidden("unsafe-ack-before-commit")
+	return f
+}
+
+func kindNames(ks []chaos.Kind) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return out
+}
+
+func targetNames(ts []chaos.Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
+func shapeNames(ss []chaos.Shape) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// config finishes the RaftqConfig from the flags; fs tells which flags
+// were given.
+func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.RaftqConfig, error) {
+	c := f.cfg
+	w, s := &c.Run.Workload, &c.Schedule
+	w.Seed = s.Seed
+	s.Kinds, s.Targets, s.Shapes = nil, nil, nil
+	for _, n := range f.nemeses {
+		if n != "none" && n != "" {
+			s.Kinds = append(s.Kinds, chaos.Kind(n))
+		}
+	}
+	for _, t := range f.targets {
+		s.Targets = append(s.Targets, chaos.Target(t))
+	}
+	for _, sh := range f.shapes {
+		s.Shapes = append(s.Shapes, chaos.Shape(sh))
+	}
+	switch f.acks {
+	case "all", "-1":
+		w.Acks = jepsen.AcksAll
+	case "1", "leader":
+		w.Acks = jepsen.AcksLeader
+	case "0", "none":
+		w.Acks = jepsen.AcksNone
+	default:
+		return c, usageError{fmt.Errorf("--acks %q: want all, 1 or 0", f.acks)}
+	}
+	if !fs.Changed("idempotent") && (c.UnsafeAckBeforeCommit || w.Acks != jepsen.AcksAll) {
+		w.Idempotent = false // idempotent batches are acknowledged only after apply; and need acks=all
+	}
+	if f.concurrency < 2 {
+		return c, usageError{fmt.Errorf("--concurrency %d: want at least 2 (a producer and a consumer)", f.concurrency)}
+	}
+	w.Producers = (2*f.concurrency + 2) / 3
+	w.Consumers = f.concurrency - w.Producers
+	w.ReplicationFactor = f.rf
+	if f.rf == 0 {
+		w.ReplicationFactor = int16(min(3, c.Nodes))
+	}
+	if c.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return c, fmt.Errorf("find this executable (set --binary): %w", err)
+		}
+		c.Binary = exe
+	}
+	if c.Run.ReportDir == "" {
+		c.Run.ReportDir = filepath.Join("jepsen-reports", f.now().UTC().Format("20060102T150405Z"))
+	}
+	c.Logger = logger
+	if err := c.Validate(); err != nil {
+		return c, usageError{err}
+	}
+	if err := c.Run.Validate(); err != nil {
+		return c, usageError{err}
+	}
+	if len(s.Kinds) > 0 {
+		probe := *s
+		probe.Duration, probe.Nodes = w.Duration, make([]int, c.Nodes)
+		for i := range probe.Nodes {
+			probe.Nodes[i] = i + 1
+		}
+		if _, err := chaos.Plan(probe); err != nil {
+			return c, usageError{err}
+		}
+	}
+	return c, nil
+}
+
+func runJepsen(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] != "run" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprintln(e.stderr, "usage: raftq jepsen run [flags]   (raftq jepsen run --help for the flags)")
+			return pflag.ErrHelp
+		}
+		return usageError{errors.New("usage: raftq jepsen run [flags]")}
+	}
+	fs := newFlags(e, "jepsen run")
+	f := bindJepsenFlags(fs)
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	level, err := parseLevel(f.logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	cfg, err := f.config(fs, logger)
+	if err != nil {
+		return err
+	}
+	out, err := jepsen.RunRaftq(ctx, cfg)
+	return reportJepsen(e, cfg, out, err)
+}
+
+// errJepsenFailed makes the command exit non-zero after it has printed
+// its verdict.
+var errJepsenFailed = errors.New("the run did not pass")
+
+// reportJepsen prints the one-line verdict and the report path, and
+// returns an error (a non-zero exit) unless every checker passed, the
+// run went through and no node crashed on its own.
+func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runErr error) error {
+	if out == nil || out.Results == nil {
+		if runErr == nil {
+			runErr = errors.New("the run produced no history")
+		}
+		return runErr
+	}
+	res := out.Results
+	line := res.Summary()
+	if n := len(out.Crashes); n > 0 {
+		line += fmt.Sprintf("; %d node crash(es), see %s", n, filepath.Join(cfg.Run.ReportDir, jepsen.NemesisFile))
+	}
+	fmt.Fprintf(e.stdout, "jepsen: %s\n", line)
+	fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(cfg.Run.ReportDir, jepsen.IndexFile))
+	var problems []string
+	switch res.Verdict {
+	case jepsen.VerdictFail:
+		problems = append(problems, "anomalies found")
+	case jepsen.VerdictUnknown:
+		problems = append(problems, "some checkers could not decide")
+	}
+	if len(out.Crashes) > 0 {
+		problems = append(problems, "nodes crashed")
+	}
+	if runErr != nil {
+		problems = append(problems, runErr.Error())
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errJepsenFailed, strings.Join(slices.Compact(problems), "; "))
+}

@@ -1,0 +1,157 @@
+package jepsen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/raftq/raftq/chaos"
+)
+
+// raftqStatus is the part of a raftq node's /v1/status document the
+// harness reads (jepsen may not import broker; the fields are its JSON).
+type raftqStatus struct {
+	NodeID  uint64 `json:"node_id"`
+	Brokers []struct {
+		ID    uint64 `json:"id"`
+		Alive bool   `json:"alive"`
+	} `json:"brokers"`
+	Partitions []struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		Role      string `json:"role"`
+		Term      uint64 `json:"term"`
+		Leader    uint64 `json:"leader"`
+	} `json:"partitions"`
+}
+
+// statusTimeout bounds one /v1/status request; a paused node never
+// answers, so callers skip paused nodes.
+const statusTimeout = 2 * time.Second
+
+func fetchStatus(ctx context.Context, c *chaos.Cluster, id int) (raftqStatus, error) {
+	var s raftqStatus
+	n, err := c.Node(id)
+	if err != nil {
+		return s, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.AdminAddr()+"/v1/status", nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := c.HTTPClient().Do(req)
+	if err != nil {
+		return s, fmt.Errorf("status of node %d: %w", id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("status of node %d: %s", id, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return s, fmt.Errorf("status of node %d: %w", id, err)
+	}
+	return s, nil
+}
+
+// errNoLeader is returned when no live node leads the partition asked for.
+var errNoLeader = errors.New("jepsen: no node leads the partition")
+
+// partitionLeader returns the node that leads topic/p in the highest
+// term any running, unpaused node reports.
+func partitionLeader(ctx context.Context, c *chaos.Cluster, topic string, p int32) (int, error) {
+	best, bestTerm := 0, uint64(0)
+	for _, id := range c.NodeIDs() {
+		if !c.Running(id) || c.Paused(id) {
+			continue
+		}
+		s, err := fetchStatus(ctx, c, id)
+		if err != nil {
+			continue
+		}
+		for _, ps := range s.Partitions {
+			if ps.Topic == topic && ps.Partition == p && ps.Role == "leader" && ps.Term >= bestTerm {
+				best, bestTerm = id, ps.Term
+			}
+		}
+	}
+	if best == 0 {
+		return 0, fmt.Errorf("%w: %s/%d", errNoLeader, topic, p)
+	}
+	return best, nil
+}
+
+// leaderFunc is the cluster's chaos.LeaderFunc: each call names the
+// leader of the next partition of topic in turn, so kill-leader and
+// isolate-leader faults visit every partition's leader.
+func leaderFunc(topic string, partitions int32) chaos.LeaderFunc {
+	var calls atomic.Int64
+	return func(ctx context.Context, c *chaos.Cluster) (int, error) {
+		p := int32(calls.Add(1)-1) % partitions
+		return partitionLeader(ctx, c, topic, p)
+	}
+}
+
+// healthy reports nil when every node answers, every node sees every
+// broker alive, and (when topic is set) every partition of topic has a
+// leader; otherwise an error saying what is missing.
+func healthy(ctx context.Context, c *chaos.Cluster, topic string, partitions int32) error {
+	led := map[int32]bool{}
+	for _, id := range c.NodeIDs() {
+		s, err := fetchStatus(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		alive := 0
+		for _, b := range s.Brokers {
+			if b.Alive {
+				alive++
+			}
+		}
+		if alive < len(c.NodeIDs()) {
+			return fmt.Errorf("node %d sees %d of %d brokers alive", id, alive, len(c.NodeIDs()))
+		}
+		for _, ps := range s.Partitions {
+			if ps.Topic == topic && ps.Role == "leader" {
+				led[ps.Partition] = true
+			}
+		}
+	}
+	if topic == "" {
+		return nil
+	}
+	for p := range partitions {
+		if !led[p] {
+			return fmt.Errorf("%w: %s/%d", errNoLeader, topic, p)
+		}
+	}
+	return nil
+}
+
+// awaitHealthy polls healthy until it holds or timeout passes.
+func awaitHealthy(ctx context.Context, c *chaos.Cluster, topic string, partitions int32, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		err := healthy(ctx, c, topic, partitions)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err // the check cut short by the deadline says less
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster not healthy after %s: %w", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
