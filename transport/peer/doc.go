@@ -11,7 +11,8 @@
 // so there is never a second connection to reconcile. The dialler redials
 // with jittered exponential backoff (BackoffMin doubling to BackoffMax, each
 // wait drawn from [d/2, d]); the acceptor waits, and a newer accepted
-// connection from the same peer replaces the old one. Consequences: the
+// connection from the same peer replaces the old one unless the old one
+// is live (see Handshake: that is a duplicate node id). Consequences: the
 // lower node must know the higher node's address (AddPeer) before either can
 // talk, and traffic from the higher node waits for the lower one to dial in.
 //
@@ -34,6 +35,11 @@
 //     at all (ErrBadHandshake);
 //   - belongs to another cluster (ErrClusterID);
 //   - claims the acceptor's own node id (ErrDuplicateID);
+//   - claims the id of a peer whose raft stream is live, having carried a
+//     frame within min(3*KeepaliveInterval, ReadTimeout) (ErrDuplicateID):
+//     a second process started with an id in use. The first keeps the
+//     id; a restarted peer's old stream has ended (or falls silent past
+//     that window), so its redial is accepted and replaces the old one;
 //   - meant to reach another node id (ErrWrongNode: a stale address);
 //   - is not among the acceptor's peers (ErrUnknownPeer);
 //   - dials a raft stream although its id is the higher (ErrWrongDirection);

@@ -95,10 +95,30 @@ func (t *Transport) admit(h hello) (*peer, error) {
 		return nil, fmt.Errorf("%w: node %d is not among this node's peers", ErrUnknownPeer, h.from)
 	case h.stream == streamRaft && p.dials():
 		return nil, fmt.Errorf("%w: node %d dialled node %d, but the lower id dials", ErrWrongDirection, h.from, t.cfg.NodeID)
+	case h.stream == streamRaft:
+		// A newer connection normally replaces the old one (the peer
+		// restarted, or its old connection is half open). But while the
+		// old one is live, a second process is claiming the id: letting
+		// it in would split the id's raft traffic between two nodes with
+		// different logs, which breaks raft (a real node panicked on a
+		// commit index its log did not reach). The first stays; a
+		// restarted peer's old connection has ended (its kernel closed
+		// it) or falls silent past the window, and its redial then gets in.
+		if remote, ago, live := p.liveStream(t.liveWindow()); live {
+			return nil, fmt.Errorf("%w: node %d is already connected from %s (heard from %s ago); is a second process running with id %d?",
+				ErrDuplicateID, h.from, remote, ago.Round(time.Millisecond), h.from)
+		}
 	case h.stream == streamSnapshot && !p.acquireInbound():
 		return nil, fmt.Errorf("%w: node %d already has %d snapshot streams open here", ErrSnapshotBusy, h.from, t.cfg.MaxSnapshotsPerPeer)
 	}
 	return p, nil
+}
+
+// liveWindow is how recently a raft stream must have carried a frame to
+// count as live: a healthy peer sends one at least every 2 keepalive
+// intervals, and a stream silent for ReadTimeout is closed anyway.
+func (t *Transport) liveWindow() time.Duration {
+	return min(3*t.cfg.KeepaliveInterval, t.cfg.ReadTimeout)
 }
 
 func (p *peer) acquireInbound() bool {

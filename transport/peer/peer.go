@@ -27,7 +27,12 @@ type peer struct {
 	snapsIn  atomic.Int32  // inbound snapshot streams
 
 	connected atomic.Bool
-	stats     peerCounters
+	// heard is when the live raft stream last delivered a frame (unix
+	// nanoseconds), and remote its far address: a second node claiming
+	// this id while the stream is live is refused (see admit).
+	heard  atomic.Int64
+	remote atomic.Pointer[string]
+	stats  peerCounters
 }
 
 func newPeer(t *Transport, id uint64, addr string) *peer {
@@ -45,6 +50,21 @@ func newPeer(t *Transport, id uint64, addr string) *peer {
 }
 
 func (p *peer) setAddr(addr string) { p.addr.Store(&addr) }
+
+// liveStream reports whether p's raft stream is connected and has carried
+// a frame within window, and from where. A healthy peer sends a frame (a
+// batch or a ping) at least every 2*KeepaliveInterval.
+func (p *peer) liveStream(window time.Duration) (string, time.Duration, bool) {
+	if !p.connected.Load() {
+		return "", 0, false
+	}
+	ago := time.Since(time.Unix(0, p.heard.Load()))
+	remote := ""
+	if r := p.remote.Load(); r != nil {
+		remote = *r
+	}
+	return remote, ago, ago < window
+}
 
 func (p *peer) address() string { return *p.addr.Load() }
 

@@ -46,6 +46,9 @@ func (p *peer) serve(conn net.Conn) net.Conn {
 }
 
 func (p *peer) sessionStarted(conn net.Conn) {
+	remote := conn.RemoteAddr().String()
+	p.remote.Store(&remote)
+	p.heard.Store(time.Now().UnixNano())
 	p.connected.Store(true)
 	p.stats.connects.Add(1)
 	p.t.stats.connects.Add(1)
@@ -183,8 +186,10 @@ func (p *peer) readLoop(conn net.Conn) error {
 		}
 		kind, body, err := fr.next()
 		if err != nil {
+			p.heard.Store(0) // dead: a redial of this peer is not a duplicate
 			return fmt.Errorf("read frame: %w", err)
 		}
+		p.heard.Store(time.Now().UnixNano())
 		p.stats.bytesReceived.Add(uint64(frameHeader + 1 + len(body)))
 		p.t.stats.bytesReceived.Add(uint64(frameHeader + 1 + len(body)))
 		if err := p.deliver(kind, body); err != nil {
