@@ -33,6 +33,13 @@
 // group 0, broker liveness), retention. Each ends when Close cancels the
 // node's context.
 //
+// # Process-wide state
+//
+// etcd keeps the WAL segment size in a package variable that open WALs
+// read on every save, so the first Node of a process sets it
+// (Config.WALSegmentBytes) and later ones (raftq dev, in-process tests)
+// keep it (walsize.go).
+//
 // # Lock order
 //
 //	replica.produceMu -> (raftgroup internals)

@@ -77,7 +77,7 @@ func (n *Node) start() error {
 	if err := claimDataDir(n.cfg.DataDir, n.cfg.ClusterID, n.cfg.NodeID); err != nil {
 		return err
 	}
-	raftgroup.SetWALSegmentSize(n.cfg.WALSegmentBytes)
+	setWALSegmentSize(n.cfg.WALSegmentBytes, n.log)
 	if err := n.startRaft(); err != nil {
 		return err
 	}

@@ -41,11 +41,11 @@ func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 			}
 		}
 	}
-	n.metrics.countProduce(resp)
-	if r.Acks == 0 {
-		return kafka.NoResponse()
-	}
-	if len(waits) == 0 {
+	if r.Acks == 0 || len(waits) == 0 {
+		n.metrics.countProduce(resp)
+		if r.Acks == 0 {
+			return kafka.NoResponse()
+		}
 		return kafka.Ready(resp)
 	}
 	f := kafka.NewFuture()
@@ -56,6 +56,9 @@ func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 		for _, w := range waits {
 			w(ctx)
 		}
+		// Counted once the waits have filled in every outcome: an error
+		// found at apply (a sequence gap) or a timeout is not a success.
+		n.metrics.countProduce(resp)
 		f.Complete(resp, nil)
 	}()
 	return f
@@ -118,6 +121,7 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 	}
 	rep.track(p)
 	rep.produceMu.Unlock()
+	n.metrics.produceRecs.Inc()
 	early := acks == 1 || (acks == -1 && n.cfg.UnsafeAckBeforeCommit)
 	return func(ctx context.Context) {
 		if early && projected {
