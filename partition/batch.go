@@ -106,6 +106,13 @@ func (i BatchInfo) LastSequence() int32 {
 // its facts. It reads no record and does not check the CRC: it costs the
 // same for any size, for batches that ValidateBatch passed earlier.
 func ParseBatchHeader(b []byte) (BatchInfo, error) {
+	// The magic byte sits at the same place in the legacy v0/v1 message
+	// sets, which are shorter than a v2 header: check it first, so that
+	// an old client learns its format is refused (Kafka answers
+	// INVALID_RECORD too), not that its bytes are corrupt.
+	if len(b) > offMagic && b[offMagic] != 2 {
+		return BatchInfo{}, invalid("magic %d: only v2 record batches are accepted", int8(b[offMagic]))
+	}
 	if len(b) < batchHeaderSize {
 		return BatchInfo{}, corrupt("%d bytes, shorter than the %d-byte batch header", len(b), batchHeaderSize)
 	}

@@ -3,10 +3,12 @@ package partition
 import (
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestValidateBatch_AcceptsProducerBatches(t *testing.T) {
@@ -62,6 +64,7 @@ func TestValidateBatch_Rejections(t *testing.T) {
 		{"crc", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, 1 << 20, ErrCorruptBatch, kerr.CorruptMessage.Code},
 		{"trailing bytes", func(b []byte) []byte { return append(b, 0) }, 1 << 20, ErrInvalidRecord, kerr.InvalidRecord.Code},
 		{"magic", func(b []byte) []byte { b[offMagic] = 1; return b }, 1 << 20, ErrInvalidRecord, kerr.InvalidRecord.Code},
+		{"legacy v1 message set", func([]byte) []byte { return messageSetV1("v") }, 1 << 20, ErrInvalidRecord, kerr.InvalidRecord.Code},
 		{"count vs lastOffsetDelta", func(b []byte) []byte { return recrc(setU32(b, offLastOffsetDelta, 5)) }, 1 << 20, ErrInvalidRecord, kerr.InvalidRecord.Code},
 		{"no records", func(b []byte) []byte {
 			return recrc(setU32(setU32(b, offNumRecords, 0), offLastOffsetDelta, math.MaxUint32))
@@ -138,4 +141,15 @@ func TestErrorCode(t *testing.T) {
 			t.Errorf("ErrorCode(%v) = %d, want %d", c.err, got, c.want)
 		}
 	}
+}
+
+// messageSetV1 is a one-message magic-1 message set, as clients before
+// Kafka 0.11 produce: shorter than a v2 batch header, with its magic byte
+// where a v2 batch has its own.
+func messageSetV1(value string) []byte {
+	m := kmsg.MessageV1{Magic: 1, Timestamp: 1, Value: []byte(value)}
+	b := m.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[12:], crc32.ChecksumIEEE(b[16:]))
+	return b
 }
