@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftq/raftq/chaos"
+)
+
+// TestE2E_Clients moves records through three raftq processes with every
+// Kafka client we claim to work with: franz-go (idempotent, acks=all),
+// IBM/sarama (sync and async producers, idempotent, at its default and at
+// its newest protocol version; partition consumer), segmentio/kafka-go
+// (Writer, and Reader without a group) and kcat (librdkafka) where it is
+// installed. Each producer writes its own topic, which franz-go reads back
+// and checks: every acknowledged record exactly once, in send order. Each
+// consumer reads the franz-go topic and must see the same log.
+func TestE2E_Clients(t *testing.T) {
+	c := e2eCluster(t, 3)
+	const parts, perPart = 3, 40
+
+	createTopic(t, c, "kgo", parts, 3, nil)
+	cl := e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	want := map[int32][]string{}
+	for p := range int32(parts) {
+		want[p] = seq(fmt.Sprintf("kgo-p%d", p), perPart)
+		produceValues(t, cl, "kgo", p, want[p]...)
+	}
+	for p := range int32(parts) {
+		got, _ := readPartition(t, c, "kgo", p)
+		checkLog(t, fmt.Sprintf("kgo-%d", p), got, want[p], allAcked(want[p]))
+	}
+
+	t.Run("sarama", func(t *testing.T) {
+		for _, v := range []sarama.KafkaVersion{sarama.DefaultVersion, sarama.V4_0_0_0} {
+			t.Run(v.String(), func(t *testing.T) {
+				topic := "sarama-" + strings.ReplaceAll(v.String(), ".", "_")
+				createTopic(t, c, topic, parts, 3, nil)
+				saramaProduce(t, c, v, topic, parts, perPart)
+				saramaConsume(t, c, v, "kgo", want)
+			})
+		}
+	})
+	t.Run("kafka-go", func(t *testing.T) {
+		createTopic(t, c, "kafkago", parts, 3, nil)
+		kafkagoProduce(t, c, "kafkago", parts, perPart)
+		kafkagoConsume(t, c, "kgo", want)
+	})
+	t.Run("kcat", func(t *testing.T) {
+		kcatRoundTrip(t, c, want[0])
+	})
+	checkNoCrashes(t, c)
+}
+
+func saramaConfig(v sarama.KafkaVersion) *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.Version = v
+	cfg.ClientID = "raftq-e2e"
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max = 10
+	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.MaxWaitTime = 200 * time.Millisecond
+	return cfg
+}
+
+// saramaProduce sends half of each partition's values with a
+// SyncProducer and the other half with an AsyncProducer, then checks the
+// topic's logs.
+func saramaProduce(t *testing.T, c *chaos.Cluster, v sarama.KafkaVersion, topic string, parts, perPart int) {
+	sent := map[int32][]string{}
+	sp, err := sarama.NewSyncProducer(seeds(c), saramaConfig(v))
+	if err != nil {
+		t.Fatalf("sarama sync producer: %v", err)
+	}
+	var msgs []*sarama.ProducerMessage
+	for p := range int32(parts) {
+		for i := range perPart / 2 {
+			val := fmt.Sprintf("%s-sync-p%d-%d", topic, p, i)
+			sent[p] = append(sent[p], val)
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder(val)})
+		}
+	}
+	if err := sp.SendMessages(msgs); err != nil {
+		t.Fatalf("sarama SendMessages: %v", err)
+	}
+	for _, m := range msgs {
+		if m.Offset < 0 {
+			t.Errorf("sarama sync: %v acknowledged without an offset", m.Value)
+		}
+	}
+	if err := sp.Close(); err != nil {
+		t.Errorf("close sync producer: %v", err)
+	}
+
+	ap, err := sarama.NewAsyncProducer(seeds(c), saramaConfig(v))
+	if err != nil {
+		t.Fatalf("sarama async producer: %v", err)
+	}
+	n := 0
+	for p := range int32(parts) {
+		for i := range perPart - perPart/2 {
+			val := fmt.Sprintf("%s-async-p%d-%d", topic, p, i)
+			sent[p] = append(sent[p], val)
+			ap.Input() <- &sarama.ProducerMessage{Topic: topic, Partition: p, Value: sarama.StringEncoder(val)}
+			n++
+		}
+	}
+	timeout := time.After(30 * time.Second)
+	for range n {
+		select {
+		case <-ap.Successes():
+		case perr := <-ap.Errors():
+			t.Fatalf("sarama async: %v", perr.Err)
+		case <-timeout:
+			t.Fatal("sarama async: no answer within 30s")
+		}
+	}
+	if err := ap.Close(); err != nil {
+		t.Errorf("close async producer: %v", err)
+	}
+	for p := range int32(parts) {
+		got, _ := readPartition(t, c, topic, p)
+		checkLog(t, fmt.Sprintf("%s-%d", topic, p), got, sent[p], allAcked(sent[p]))
+	}
+}
+
+// saramaConsume reads every partition of topic with sarama's partition
+// consumer and compares with want.
+func saramaConsume(t *testing.T, c *chaos.Cluster, v sarama.KafkaVersion, topic string, want map[int32][]string) {
+	cons, err := sarama.NewConsumer(seeds(c), saramaConfig(v))
+	if err != nil {
+		t.Fatalf("sarama consumer: %v", err)
+	}
+	defer cons.Close()
+	for p, vals := range want {
+		pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatalf("sarama ConsumePartition %s-%d: %v", topic, p, err)
+		}
+		var got []string
+		timeout := time.After(30 * time.Second)
+		for len(got) < len(vals) {
+			select {
+			case m := <-pc.Messages():
+				if m.Offset != int64(len(got)) {
+					t.Errorf("sarama consumer %s-%d: offset %d, expected %d", topic, p, m.Offset, len(got))
+				}
+				got = append(got, string(m.Value))
+			case cerr := <-pc.Errors():
+				t.Fatalf("sarama consumer %s-%d: %v", topic, p, cerr.Err)
+			case <-timeout:
+				t.Fatalf("sarama consumer %s-%d: %d of %d records in 30s", topic, p, len(got), len(vals))
+			}
+		}
+		pc.AsyncClose()
+		if !slices.Equal(got, vals) {
+			t.Errorf("sarama consumer %s-%d read %v, want %v", topic, p, got, vals)
+		}
+	}
+}
+
+func kafkagoProduce(t *testing.T, c *chaos.Cluster, topic string, parts, perPart int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := &kafkago.Writer{
+		Addr:         kafkago.TCP(seeds(c)...),
+		Topic:        topic,
+		Balancer:     kafkago.BalancerFunc(func(m kafkago.Message, _ ...int) int { return m.Partition }),
+		RequiredAcks: kafkago.RequireAll,
+		BatchTimeout: 5 * time.Millisecond,
+		MaxAttempts:  10,
+	}
+	defer w.Close()
+	// kafka-go's Writer sends one batch per partition per request; writing
+	// one message at a time keeps the send order per partition exact.
+	sent := map[int32][]string{}
+	for i := range perPart {
+		for p := range parts {
+			val := fmt.Sprintf("kafkago-p%d-%d", p, i)
+			sent[int32(p)] = append(sent[int32(p)], val)
+			if err := w.WriteMessages(ctx, kafkago.Message{Partition: p, Value: []byte(val)}); err != nil {
+				t.Fatalf("kafka-go write %s: %v", val, err)
+			}
+		}
+	}
+	for p := range int32(parts) {
+		got, _ := readPartition(t, c, topic, p)
+		checkLog(t, fmt.Sprintf("%s-%d", topic, p), got, sent[p], allAcked(sent[p]))
+	}
+}
+
+func kafkagoConsume(t *testing.T, c *chaos.Cluster, topic string, want map[int32][]string) {
+	for p, vals := range want {
+		r := kafkago.NewReader(kafkago.ReaderConfig{
+			Brokers: seeds(c), Topic: topic, Partition: int(p),
+			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 200 * time.Millisecond,
+		})
+		if err := r.SetOffset(kafkago.FirstOffset); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var got []string
+		for len(got) < len(vals) {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatalf("kafka-go reader %s-%d after %d records: %v", topic, p, len(got), err)
+			}
+			got = append(got, string(m.Value))
+		}
+		cancel()
+		r.Close()
+		if !slices.Equal(got, vals) {
+			t.Errorf("kafka-go reader %s-%d read %v, want %v", topic, p, got, vals)
+		}
+	}
+}
+
+// kcatRoundTrip has kcat (librdkafka, idempotent) produce to a new topic,
+// reads it back with kcat and franz-go, and has kcat read partition 0 of
+// the franz-go topic.
+func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat is not installed (apt-get install kcat; .ci/run installs it)")
+	}
+	createTopic(t, c, "kcat", 1, 3, nil)
+	base := []string{"-b", strings.Join(seeds(c), ","), "-X", "api.version.request=true"}
+	vals := seq("kcat", 50)
+	in := strings.Join(vals, "\n") + "\n"
+	out, err := runKcat(t, kcat, in, append(base, "-P", "-t", "kcat", "-p", "0",
+		"-X", "enable.idempotence=true", "-X", "acks=all")...)
+	if err != nil {
+		t.Fatalf("kcat produce: %v\n%s", err, out)
+	}
+	got, _ := readPartition(t, c, "kcat", 0)
+	checkLog(t, "kcat-0", got, vals, allAcked(vals))
+
+	consume := func(topic string, n int) []string {
+		out, err := runKcat(t, kcat, "", append(base, "-C", "-t", topic, "-p", "0", "-o", "beginning",
+			"-c", fmt.Sprint(n), "-e", "-q", "-f", "%s\n")...)
+		if err != nil {
+			t.Fatalf("kcat consume %s: %v\n%s", topic, err, out)
+		}
+		return lines(out)
+	}
+	if got := consume("kcat", len(vals)); !slices.Equal(got, vals) {
+		t.Errorf("kcat read back %v, want %v", got, vals)
+	}
+	if got := consume("kgo", len(kgoP0)); !slices.Equal(got, kgoP0) {
+		t.Errorf("kcat read kgo-0 as %v, want %v", got, kgoP0)
+	}
+}
+
+func runKcat(t *testing.T, kcat, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil || stderr.Len() > 0 {
+		t.Logf("kcat %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return stdout.String(), fmt.Errorf("kcat timed out: %w", ctx.Err())
+	}
+	return stdout.String(), err
+}
