@@ -135,6 +135,10 @@ func (s *State) createPartitions(c *CreatePartitions) Result {
 	if !ok {
 		return Result{Err: cmdErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", c.Name)}
 	}
+	if old.Internal {
+		// More offsets partitions would move groups to other coordinators.
+		return Result{Err: cmdErr(kerr.InvalidRequest, "topic %q is internal; its partition count is fixed", c.Name)}
+	}
 	t := old.copy()
 	if err := s.addPartitions(t, c.Count, old.ReplicationFactor(), nil); err != nil {
 		return Result{Err: err}

@@ -135,6 +135,17 @@ func TestMetadata_CreatePartitionsKeepsExisting(t *testing.T) {
 	}
 }
 
+func TestMetadata_InternalTopicsKeepTheirShape(t *testing.T) {
+	m := withBrokers(t, 3)
+	applyCmd(t, m, &Command{CreateTopic: &CreateTopic{Name: "__consumer_offsets", ID: topicID(9), Partitions: 3, ReplicationFactor: 3, Internal: true}})
+	if r := applyCmd(t, m, &Command{CreatePartitions: &CreatePartitions{Name: "__consumer_offsets", Count: 6}}); !errors.Is(r.Err, kerr.InvalidRequest) {
+		t.Errorf("growing an internal topic: %v, want INVALID_REQUEST", r.Err)
+	}
+	if r := applyCmd(t, m, &Command{DeleteTopic: &DeleteTopic{Name: "__consumer_offsets"}}); r.Err == nil {
+		t.Error("an internal topic was deleted")
+	}
+}
+
 func TestMetadata_LeaderHintsKeepNewestTerm(t *testing.T) {
 	m := withBrokers(t, 3)
 	tp := applyCmd(t, m, &Command{CreateTopic: &CreateTopic{Name: "t", ID: topicID(1), Partitions: 1, ReplicationFactor: 3}}).Topic
