@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ type benchResult struct {
 	MaxMs       float64 `json:"max_ms"`
 	RecordSize  int     `json:"record_size"`
 	Acks        string  `json:"acks"`
+	Compression string  `json:"compression"`
 	TargetRate  float64 `json:"target_rate,omitempty"`
 }
 
@@ -41,6 +43,7 @@ type benchFlags struct {
 	rate       float64
 	producers  int
 	jsonOut    bool
+	compress   string
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -57,6 +60,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.Float64Var(&b.rate, "rate", 0, "records/s to offer (0: as fast as the cluster takes them)")
 	fs.IntVar(&b.producers, "producers", 1, "concurrent producer clients")
 	fs.BoolVar(&b.jsonOut, "json", false, "print the result as JSON")
+	fs.StringVar(&b.compress, "compression", "none", "batch compression: none, snappy, lz4 or zstd (values are random, so it saves little)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -70,11 +74,15 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := bench(ctx, cf, opts, b)
+	codec, err := compressionOpt(b.compress)
 	if err != nil {
 		return err
 	}
-	res.Acks = pf.acks
+	res, err := bench(ctx, cf, append(opts, codec), b)
+	if err != nil {
+		return err
+	}
+	res.Acks, res.Compression = pf.acks, b.compress
 	return printBench(e, res, b.jsonOut)
 }
 
@@ -105,7 +113,8 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 	}
 	var lim *rate.Limiter
 	if b.rate > 0 {
-		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/1000)))
+		// A 20 ms burst lets the offered rate hold when the scheduler is late.
+		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/50)))
 	}
 	var sent, failed atomic.Int64
 	lat := &latencies{}
@@ -135,7 +144,7 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 }
 
 func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent, failed *atomic.Int64, lat *latencies) error {
-	value := make([]byte, b.size)
+	values := newValuePool(b.size)
 	for ctx.Err() == nil {
 		if b.records > 0 && sent.Add(1) > b.records {
 			break
@@ -144,7 +153,7 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 			break
 		}
 		began := time.Now()
-		cl.Produce(context.Background(), &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.Add(1)
 				return
@@ -153,6 +162,41 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 		})
 	}
 	return cl.Flush(context.Background())
+}
+
+// valuePool hands out record values cut from random bytes, so that
+// neither compression nor the disk sees cheap, repetitive data.
+type valuePool struct {
+	buf  []byte
+	size int
+	off  int
+}
+
+func newValuePool(size int) *valuePool {
+	buf := make([]byte, max(1<<20, 4*size))
+	_, _ = crand.Read(buf)
+	return &valuePool{buf: buf, size: size}
+}
+
+func (p *valuePool) next() []byte {
+	if p.off+p.size > len(p.buf) {
+		p.off = 0
+	}
+	v := p.buf[p.off : p.off+p.size : p.off+p.size]
+	p.off += 1 + p.size/2 // overlapping windows still differ
+	return v
+}
+
+func compressionOpt(name string) (kgo.Opt, error) {
+	codecs := map[string]kgo.CompressionCodec{
+		"none": kgo.NoCompression(), "snappy": kgo.SnappyCompression(),
+		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+	}
+	c, ok := codecs[name]
+	if !ok {
+		return nil, usageError{fmt.Errorf("--compression %q: want none, snappy, lz4 or zstd", name)}
+	}
+	return kgo.ProducerBatchCompression(c), nil
 }
 
 // latencies collects every acknowledged record's latency.
@@ -191,8 +235,8 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(e.stdout).Encode(r)
 	}
-	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s): %.0f records/s, %.1f MB/s, %d failed\n",
-		r.Records, r.RecordSize, r.Seconds, r.Acks, r.RecordsPerS, r.MBPerS, r.Failed)
+	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
+		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
 	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
 	return nil
 }
