@@ -3,8 +3,10 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,14 +24,34 @@ type testCluster struct {
 	cfgs  map[uint64]Config
 }
 
+var usedPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+// freeAddr picks a loopback port below the kernel's ephemeral range
+// (32768 and up here), so that no outgoing connection can take it between
+// this check and the node's bind.
+// Ports are never handed out twice in one test process.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	usedPorts.Lock()
+	defer usedPorts.Unlock()
+	for range 1000 {
+		port := 20000 + rand.IntN(12000)
+		if usedPorts.m[port] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			ln.Close()
+			usedPorts.m[port] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free loopback port in 20000-32000")
+	return ""
 }
 
 func newTestCluster(t testing.TB, n int, mod func(*Config)) *testCluster {

@@ -111,7 +111,7 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 		return nil
 	}
 	base, projected := rep.project(st, int64(info.NumRecords), info.Idempotent())
-	p, err := rep.group.Propose(ctx, partition.ProduceEntry(batch))
+	p, err := rep.group.Propose(ctx, partition.ProduceParts(batch)...)
 	if err != nil {
 		rep.invalidate()
 		rep.produceMu.Unlock()

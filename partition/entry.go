@@ -12,7 +12,14 @@ const (
 	kindAdvanceStart byte = 2 // DeleteRecords or retention: new log start offset
 )
 
-// ProduceEntry frames a validated batch for a raft proposal.
+// ProduceParts frames a validated batch for a raft proposal as parts that
+// raftgroup.Group.Propose joins, so the batch is copied only once, into
+// the raft entry.
+func ProduceParts(batch []byte) [][]byte {
+	return [][]byte{{kindProduce}, batch}
+}
+
+// ProduceEntry is ProduceParts joined into one slice.
 func ProduceEntry(batch []byte) []byte {
 	b := make([]byte, 1+len(batch))
 	b[0] = kindProduce

@@ -31,13 +31,25 @@ type origin struct {
 	id   uint64
 }
 
-func frame(o origin, payload []byte) []byte {
-	b := make([]byte, frameHeader+len(payload))
+// frame builds a single-proposal entry whose payload is the parts joined,
+// copying each part once.
+func frame(o origin, parts ...[]byte) []byte {
+	b := make([]byte, frameHeader, frameHeader+partsLen(parts))
 	b[0] = frameVersion
 	binary.BigEndian.PutUint64(b[1:9], o.node)
 	binary.BigEndian.PutUint64(b[9:17], o.id)
-	copy(b[frameHeader:], payload)
+	for _, p := range parts {
+		b = append(b, p...)
+	}
 	return b
+}
+
+func partsLen(parts [][]byte) int {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	return n
 }
 
 // unframe splits data into its origin and payload. Empty data is the
@@ -75,11 +87,11 @@ const frameBatchVersion = 2
 // framed by their proposer and get an entry of their own.
 const coalesceMax = 64 << 10
 
-// frameBatch packs proposals (each with a raw payload) into one entry.
+// frameBatch packs proposals (each with raw parts) into one entry.
 func frameBatch(props []*Proposal) []byte {
 	n := 1 + binary.MaxVarintLen64
 	for _, p := range props {
-		n += 16 + binary.MaxVarintLen64 + len(p.payload)
+		n += 16 + binary.MaxVarintLen64 + partsLen(p.parts)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, frameBatchVersion)
@@ -87,8 +99,10 @@ func frameBatch(props []*Proposal) []byte {
 	for _, p := range props {
 		b = binary.BigEndian.AppendUint64(b, p.origin.node)
 		b = binary.BigEndian.AppendUint64(b, p.origin.id)
-		b = binary.AppendUvarint(b, uint64(len(p.payload)))
-		b = append(b, p.payload...)
+		b = binary.AppendUvarint(b, uint64(partsLen(p.parts)))
+		for _, part := range p.parts {
+			b = append(b, part...)
+		}
 	}
 	return b
 }

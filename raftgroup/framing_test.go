@@ -55,13 +55,13 @@ func FuzzUnframe(f *testing.F) {
 
 func TestFrameBatch_RoundTrip(t *testing.T) {
 	props := []*Proposal{
-		{origin: origin{node: 1, id: 10}, payload: []byte("a")},
-		{origin: origin{node: 2, id: 11}, payload: bytes.Repeat([]byte("b"), 300)},
-		{origin: origin{node: 1, id: 12}, payload: []byte("c")},
+		{origin: origin{node: 1, id: 10}, parts: [][]byte{[]byte("a")}},
+		{origin: origin{node: 2, id: 11}, parts: [][]byte{[]byte("b"), bytes.Repeat([]byte("b"), 299)}},
+		{origin: origin{node: 1, id: 12}, parts: [][]byte{[]byte("c")}},
 	}
 	var got []*Proposal
 	err := eachPayload(frameBatch(props), func(o origin, p []byte) error {
-		got = append(got, &Proposal{origin: o, payload: bytes.Clone(p)})
+		got = append(got, &Proposal{origin: o, parts: [][]byte{bytes.Clone(p)}})
 		return nil
 	})
 	if err != nil {
@@ -71,14 +71,14 @@ func TestFrameBatch_RoundTrip(t *testing.T) {
 		t.Fatalf("decoded %d payloads, want %d", len(got), len(props))
 	}
 	for i := range props {
-		if got[i].origin != props[i].origin || !bytes.Equal(got[i].payload, props[i].payload) {
+		if got[i].origin != props[i].origin || !bytes.Equal(got[i].parts[0], bytes.Join(props[i].parts, nil)) {
 			t.Errorf("payload %d: %+v, want %+v", i, got[i], props[i])
 		}
 	}
 }
 
 func FuzzEachPayload(f *testing.F) {
-	f.Add(frameBatch([]*Proposal{{origin: origin{node: 1, id: 2}, payload: []byte("x")}, {origin: origin{node: 3, id: 4}, payload: []byte("yz")}}))
+	f.Add(frameBatch([]*Proposal{{origin: origin{node: 1, id: 2}, parts: [][]byte{[]byte("x")}}, {origin: origin{node: 3, id: 4}, parts: [][]byte{[]byte("y"), []byte("z")}}}))
 	f.Add(frame(origin{node: 1, id: 1}, []byte("single")))
 	f.Add([]byte{frameBatchVersion, 2, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {

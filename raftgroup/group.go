@@ -204,26 +204,27 @@ func (g *Group) openRaft(gc GroupConfig, s State) error {
 // ID returns the group id.
 func (g *Group) ID() uint64 { return g.id }
 
-// Propose submits data as one entry and returns at once; the Proposal
-// reports the local durable append and the apply. The group keeps data
-// (small proposals are packed together later, without a copy now), so the
-// caller must not change it afterwards. Entries proposed by one
+// Propose submits one entry, whose payload is the parts joined (so a
+// caller can add a header without copying its data first), and returns at
+// once; the Proposal reports the local durable append and the apply. The
+// group keeps the parts (small proposals are packed together later, and
+// copied only then), so the caller must not change them afterwards. Entries proposed by one
 // caller enter the log in call order (a proposal that fails takes its
 // later ones in the same batch with it, so order is never broken). It
 // blocks only while the group's proposal queue is full, until ctx ends.
 // On a non-leader it fails fast with *NotLeaderError.
-func (g *Group) Propose(ctx context.Context, data []byte) (*Proposal, error) {
-	if len(data) == 0 {
+func (g *Group) Propose(ctx context.Context, parts ...[]byte) (*Proposal, error) {
+	if partsLen(parts) == 0 {
 		return nil, ErrEmptyProposal
 	}
 	if err := g.proposeCheck(); err != nil {
 		return nil, err
 	}
 	p := newProposal(origin{node: g.node, id: g.nextID.Add(1)})
-	if len(data) <= coalesceMax {
-		p.payload, p.size = data, len(data)+frameHeader+binary.MaxVarintLen32
+	if n := partsLen(parts); n <= coalesceMax {
+		p.parts, p.size = parts, n+frameHeader+binary.MaxVarintLen32
 	} else {
-		p.data = frame(p.origin, data)
+		p.data = frame(p.origin, parts...)
 		p.size = len(p.data)
 	}
 	if err := g.enqueueProposal(ctx, p); err != nil {

@@ -153,13 +153,13 @@ func entriesFor(batch []*Proposal) ([]*raftpb.Entry, error) {
 		switch n := end - run; {
 		case n == 1:
 			p := batch[run]
-			ents = append(ents, &raftpb.Entry{Data: frame(p.origin, p.payload)})
+			ents = append(ents, &raftpb.Entry{Data: frame(p.origin, p.parts...)})
 		case n > 1:
 			ents = append(ents, &raftpb.Entry{Data: frameBatch(batch[run:end])})
 		}
 	}
 	for i, p := range batch {
-		if p.payload != nil {
+		if p.parts != nil {
 			continue
 		}
 		flush(i)

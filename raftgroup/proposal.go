@@ -17,7 +17,7 @@ import (
 type Proposal struct {
 	origin  origin
 	data    []byte               // framed entry data (large normal entries)
-	payload []byte               // raw payload, coalesced by the group (small normal entries)
+	parts   [][]byte             // raw payload parts, coalesced by the group (small normal entries)
 	cc      *raftpb.ConfChangeV2 // conf changes: Context holds the frame
 	size    int
 
