@@ -15,11 +15,11 @@ import (
 // A context ending only stops the caller's wait: the entry may still
 // commit.
 type Proposal struct {
-	origin  origin
-	data    []byte               // framed entry data (large normal entries)
-	parts   [][]byte             // raw payload parts, coalesced by the group (small normal entries)
-	cc      *raftpb.ConfChangeV2 // conf changes: Context holds the frame
-	size    int
+	origin origin
+	data   []byte               // framed entry data (large normal entries)
+	parts  [][]byte             // raw payload parts, coalesced by the group (small normal entries)
+	cc     *raftpb.ConfChangeV2 // conf changes: Context holds the frame
+	size   int
 
 	appended chan struct{} // closed once durably appended locally, or failed
 	done     chan struct{} // closed once applied, or failed
