@@ -60,6 +60,10 @@ type Config struct {
 	MaxRequestBytes int32
 	// RetentionCheckInterval is how often partition leaders apply retention.
 	RetentionCheckInterval time.Duration
+	// LeaderBalanceInterval is how often a partition leader that is not
+	// the partition's preferred replica hands leadership back to it (Kafka's
+	// auto.leader.rebalance); zero disables it.
+	LeaderBalanceInterval time.Duration
 
 	// OffsetsPartitions is the partition count of __consumer_offsets,
 	// created on the first group request (with replication factor
@@ -109,6 +113,7 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor: 3,
 		MaxRequestBytes:          100 << 20,
 		RetentionCheckInterval:   30 * time.Second,
+		LeaderBalanceInterval:    10 * time.Second,
 
 		OffsetsPartitions:          5,
 		OffsetsRetention:           7 * 24 * time.Hour,

@@ -141,6 +141,40 @@ func (n *Node) updateLiveness(ctx context.Context, lastHeard map[uint64]time.Tim
 	}
 }
 
+// leaderBalanceLoop hands leadership of each partition this node leads
+// back to the partition's preferred replica (its first, spread evenly by
+// placement) when that replica is alive, so that produce load spreads over
+// the nodes after failovers, as Kafka's automatic leader rebalance does.
+func (n *Node) leaderBalanceLoop(ctx context.Context) {
+	if n.cfg.LeaderBalanceInterval <= 0 {
+		return
+	}
+	tick := time.NewTicker(n.cfg.LeaderBalanceInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+		st := n.meta.View()
+		for _, r := range n.replicaList() {
+			ref, ok := st.PartitionByGroup(r.gid)
+			if !ok || !r.group.Status().IsLeader() {
+				continue
+			}
+			preferred := ref.Partition.Replicas[0]
+			if b, alive := st.Brokers[preferred]; preferred == n.cfg.NodeID || !alive || !b.Alive {
+				continue
+			}
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := r.group.TransferLeadership(tctx, preferred)
+			cancel()
+			n.log.Info("leader balance", "topic", r.topic, "partition", r.index, "to", preferred, "err", err)
+		}
+	}
+}
+
 // retentionLoop has each partition leader apply retention: it proposes
 // the new log start, which every replica applies.
 func (n *Node) retentionLoop(ctx context.Context) {

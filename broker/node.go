@@ -95,6 +95,7 @@ func (n *Node) start() error {
 	n.goLoop("leader-hints", n.hintLoop)
 	n.goLoop("metadata-leader", n.metadataLeaderLoop)
 	n.goLoop("retention", n.retentionLoop)
+	n.goLoop("leader-balance", n.leaderBalanceLoop)
 	n.goLoop("groups", n.groupsLoop)
 	n.log.Info("node started", "kafka", n.kafka.Addr(), "peer", n.peer.Addr(), "admin", n.adminLn.Addr(),
 		"cluster", n.cfg.ClusterID, "fsync", n.cfg.Fsync)

@@ -279,3 +279,25 @@ func TestHost_WALSaveErrorStopsNode(t *testing.T) {
 		t.Errorf("%d saves attempted after the fault, want exactly the failing one", n)
 	}
 }
+
+// TestCluster_SnapshotByBytes: large entries trigger snapshots by size,
+// long before SnapshotEntries, and compaction keeps about
+// SnapshotCatchUpBytes behind them, so memory stays bounded.
+func TestCluster_SnapshotByBytes(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, func(cfg *Config) {
+		cfg.SnapshotEntries = 1 << 30
+		cfg.SnapshotBytes = 64 << 10
+		cfg.SnapshotCatchUpBytes = 16 << 10
+	})
+	l := c.leader(1)
+	big := string(make([]byte, 8<<10))
+	for i := range 40 {
+		c.propose(l, big[:len(big)-i])
+	}
+	eventually(t, "a snapshot by bytes and a compacted log", func() bool {
+		first, _ := l.mem.FirstIndex()
+		last, _ := l.mem.LastIndex()
+		// 40 entries of ~8 KiB: snapshots every 8, keeping 2 behind.
+		return first > 10 && last-first < 12
+	})
+}

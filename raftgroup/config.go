@@ -68,6 +68,12 @@ type Config struct {
 	// behind a snapshot for slow followers.
 	SnapshotEntries        uint64
 	SnapshotCatchUpEntries uint64
+	// SnapshotBytes also triggers a snapshot once this many bytes of
+	// entries were applied since the last, and SnapshotCatchUpBytes bounds
+	// the bytes kept behind it, so that groups of large entries (Kafka
+	// batches of a megabyte) do not hold gigabytes in memory.
+	SnapshotBytes        uint64
+	SnapshotCatchUpBytes uint64
 
 	// Fsync is the WAL fsync policy of the default disk storage.
 	Fsync FsyncPolicy
@@ -111,6 +117,8 @@ func DefaultConfig() Config {
 		MaxCommittedSizePerReady:  8 << 20,
 		SnapshotEntries:           10000,
 		SnapshotCatchUpEntries:    5000,
+		SnapshotBytes:             16 << 20,
+		SnapshotCatchUpBytes:      4 << 20,
 		MaxQueuedProposals:        8192,
 		MaxInboundMessages:        4096,
 		MaxOutboundMessages:       16384,
@@ -136,8 +144,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftgroup: config: need 0 < KeepaliveTicks (%d) < PeerTimeoutTicks (%d)", c.KeepaliveTicks, c.PeerTimeoutTicks)
 	case c.MaxSizePerMsg == 0 || c.MaxInflightMsgs <= 0 || c.MaxUncommittedEntriesSize == 0:
 		return errors.New("raftgroup: config: raft flow-control limits must be positive")
-	case c.SnapshotEntries == 0:
-		return errors.New("raftgroup: config: SnapshotEntries must be positive")
+	case c.SnapshotEntries == 0 || c.SnapshotBytes == 0:
+		return errors.New("raftgroup: config: SnapshotEntries and SnapshotBytes must be positive")
 	case c.MaxQueuedProposals <= 0 || c.MaxInboundMessages <= 0 || c.MaxOutboundMessages <= 0:
 		return errors.New("raftgroup: config: queue bounds must be positive")
 	case c.Fsync != FsyncAlways && c.Fsync != FsyncNever:

@@ -35,21 +35,23 @@ type Group struct {
 	applied   uint64 // last entry applied, conf changes included
 	smApplied uint64 // the state machine held entries up to here at open
 	snapIndex uint64 // last snapshot index
-	waiters   map[uint64]*Proposal
-	results   []applied // scratch for applyNormal
-	savedTerm uint64    // term and vote of the last hard state saved
-	savedVote uint64
-	byIndex   []*Proposal // appended, not yet applied, ascending index
-	unindexed []*Proposal // stepped this cycle, not yet seen in a Ready
-	forward   bool        // GroupConfig.ForwardProposals
-	forwarded []forwardedProposal
-	reads     map[uint64]*readRequest
-	readWait  []*readRequest // index known, waiting for apply
-	nextRead  uint64
-	idleTicks int
-	quiescing bool // tag the next heartbeats as the quiesce notice
-	halted    bool
-	lastSoft  raft.SoftState
+	// bytesSinceSnap counts entry bytes applied since the last snapshot.
+	bytesSinceSnap uint64
+	waiters        map[uint64]*Proposal
+	results        []applied // scratch for applyNormal
+	savedTerm      uint64    // term and vote of the last hard state saved
+	savedVote      uint64
+	byIndex        []*Proposal // appended, not yet applied, ascending index
+	unindexed      []*Proposal // stepped this cycle, not yet seen in a Ready
+	forward        bool        // GroupConfig.ForwardProposals
+	forwarded      []forwardedProposal
+	reads          map[uint64]*readRequest
+	readWait       []*readRequest // index known, waiting for apply
+	nextRead       uint64
+	idleTicks      int
+	quiescing      bool // tag the next heartbeats as the quiesce notice
+	halted         bool
+	lastSoft       raft.SoftState
 
 	// Shared with other goroutines.
 	nextID       atomic.Uint64

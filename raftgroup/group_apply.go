@@ -53,6 +53,7 @@ func (g *Group) applyCommitted(ents []*raftpb.Entry) bool {
 			return false
 		}
 		g.applied = e.GetIndex()
+		g.bytesSinceSnap += uint64(len(e.GetData()))
 	}
 	g.metrics.applied.Add(uint64(len(ents)))
 	g.resolveReads()
@@ -149,7 +150,8 @@ func (g *Group) resolve(index uint64, results []applied) {
 // compacts the log behind it, keeping SnapshotCatchUpEntries for slow
 // followers, then lets the storage release old WAL segments.
 func (g *Group) maybeSnapshot() {
-	if g.applied-g.snapIndex < g.cfg.SnapshotEntries {
+	entries := g.applied - g.snapIndex
+	if entries < g.cfg.SnapshotEntries && g.bytesSinceSnap < g.cfg.SnapshotBytes {
 		return
 	}
 	data, err := g.sm.Snapshot()
@@ -169,9 +171,10 @@ func (g *Group) maybeSnapshot() {
 		g.fatal("save snapshot", err)
 		return
 	}
-	g.snapIndex = g.applied
-	if g.applied > g.cfg.SnapshotCatchUpEntries {
-		compact := g.applied - g.cfg.SnapshotCatchUpEntries
+	keep := g.catchUpEntries(entries)
+	g.snapIndex, g.bytesSinceSnap = g.applied, 0
+	if g.applied > keep {
+		compact := g.applied - keep
 		if first, _ := g.mem.FirstIndex(); compact > first {
 			if err := g.mem.Compact(compact); err != nil && !errors.Is(err, raft.ErrCompacted) {
 				g.fatal("compact", err)
@@ -182,6 +185,18 @@ func (g *Group) maybeSnapshot() {
 	if err := g.storage.Release(snap); err != nil {
 		g.fatal("release storage", err)
 	}
+}
+
+// catchUpEntries is how many entries to keep behind a snapshot: at most
+// SnapshotCatchUpEntries, and about SnapshotCatchUpBytes at the average
+// entry size since the last snapshot.
+func (g *Group) catchUpEntries(entries uint64) uint64 {
+	keep := g.cfg.SnapshotCatchUpEntries
+	if entries == 0 || g.bytesSinceSnap == 0 {
+		return keep
+	}
+	avg := max(g.bytesSinceSnap/entries, 1)
+	return max(min(keep, g.cfg.SnapshotCatchUpBytes/avg), 1)
 }
 
 // startRead runs on the owner for ReadIndex.
