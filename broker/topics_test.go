@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -150,4 +151,27 @@ func TestNode_RefusesDataDirOfAnotherNode(t *testing.T) {
 	if err := claimDataDir(dir, "a", 2); err == nil {
 		t.Error("node 1's data dir was accepted for node 2")
 	}
+}
+
+func TestNode_LeadershipReturnsToPreferredReplica(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderBalanceInterval = 200 * time.Millisecond })
+	cl := c.client()
+	createTopic(t, cl, "pref", 1, 3)
+	ref, _ := c.nodes[1].partitionRef("pref", 0)
+	preferred := ref.Partition.Replicas[0]
+	eventually(t, "the preferred replica to lead", func() bool { return leaderOfPartition(t, c, "pref", 0) == preferred })
+	c.stop(preferred)
+	eventually(t, "another leader", func() bool {
+		for id, n := range c.nodes {
+			if r := n.replicaFor("pref", 0); r != nil && r.group.Status().IsLeader() && id != preferred {
+				return true
+			}
+		}
+		return false
+	})
+	c.start(preferred)
+	eventually(t, "leadership back on the preferred replica", func() bool {
+		r := c.nodes[preferred].replicaFor("pref", 0)
+		return r != nil && r.group.Status().IsLeader()
+	})
 }

@@ -31,7 +31,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.StringVar(&c.PeerAddr, "peer-addr", c.PeerAddr, "node-to-node raft listen address")
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin HTTP address (/metrics, /v1/status, /debug/pprof)")
 	fs.StringVar(&f.cluster, "initial-cluster", "", "every node as id=peer-host:port, comma separated (default: this node alone)")
-	fs.StringVar(&f.fsync, "fsync", "always", "WAL fsync policy: always or never (never loses acknowledged writes on power loss)")
+	fs.StringVar(&f.fsync, "fsync", "always", "partition WAL fsync policy: always or never (never can lose acknowledged writes on power loss; the metadata log is always fsynced)")
 	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", false, "create unknown topics on Metadata requests")
 	fs.Int32Var(&c.DefaultPartitions, "default-partitions", c.DefaultPartitions, "partitions of auto-created topics")
 	fs.Int16Var(&c.DefaultReplicationFactor, "default-replication-factor", c.DefaultReplicationFactor, "replication factor of topics created without one")
