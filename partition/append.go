@@ -63,6 +63,7 @@ func (l *Log) append(batch []byte, info BatchInfo, epoch int32) (int64, int64, e
 	s.addBatch(h, l.cfg.IndexIntervalBytes)
 	l.mu.Unlock()
 	l.end.set(s.next)
+	l.maybeWriteback(s)
 	return base, last, nil
 }
 

@@ -91,3 +91,64 @@ func follow(ctx context.Context, t *testing.T, l *Log, stored *sync.Map, seed in
 		}
 	}
 }
+
+// SyncData runs beside appends, rolls and retention (as a raft snapshot's
+// fsync runs beside the apply loop) without losing or tearing a batch.
+func TestLog_SyncDataAlongsideAppends(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 4096
+	cfg.RetentionBytes = 32 << 10
+	cfg.RetentionAge = 0
+	dir := t.TempDir()
+	l := openLog(t, dir, cfg)
+	stop := make(chan struct{})
+	syncErr := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				syncErr <- nil
+				return
+			default:
+			}
+			if err := l.SyncData(); err != nil {
+				syncErr <- err
+				return
+			}
+		}
+	}()
+	rng := rand.New(rand.NewPCG(9, 9))
+	var last []byte
+	for i := range 600 {
+		b, _ := randomBatch(t, rng, 4, 200, int64(i))
+		base, _ := mustAppend(t, l, b, 1)
+		last = stamped(b, base, 1)
+		if i%50 == 49 {
+			if _, err := l.ApplyRetention(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	if err := <-syncErr; err != nil {
+		t.Fatalf("SyncData: %v", err)
+	}
+	end := l.EndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	if l.EndOffset() != end {
+		t.Fatalf("reopened log ends at %d, want %d", l.EndOffset(), end)
+	}
+	if err := l.SetHighWatermark(end); err != nil {
+		t.Fatal(err)
+	}
+	info, err := ParseBatchHeader(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, l, info.BaseOffset, 1<<20, end); !bytes.Equal(got, last) {
+		t.Fatal("last batch differs after reopen")
+	}
+}

@@ -347,3 +347,27 @@ func TestLog_ClosedLogRefusesEverything(t *testing.T) {
 		t.Errorf("second Close = %v", err)
 	}
 }
+
+// Writeback starts once WritebackBytes are appended, and restarts from the
+// cut after a truncation.
+func TestLog_WritebackFollowsAppends(t *testing.T) {
+	cfg := testConfig()
+	cfg.WritebackBytes = 2048
+	l := openLog(t, t.TempDir(), cfg)
+	batch := makeBatch(t, batchSpec{records: []testRecord{{ts: 1, value: make([]byte, 1500)}}, producerID: -1})
+	mustAppend(t, l, batch, 1)
+	s := l.active()
+	if s.writtenBack != 0 {
+		t.Fatalf("writeback started at %d bytes, below the %d threshold", s.size, cfg.WritebackBytes)
+	}
+	mustAppend(t, l, batch, 1)
+	if s.writtenBack != s.size {
+		t.Fatalf("writeback covers %d of %d bytes", s.writtenBack, s.size)
+	}
+	if _, err := l.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if s.writtenBack != 0 {
+		t.Fatalf("writeback mark %d beyond the truncated segment", s.writtenBack)
+	}
+}

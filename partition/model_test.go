@@ -252,7 +252,17 @@ func (r *modelRun) setHW() {
 	r.m.hw = hw
 }
 
+// sync calls Sync or, half the time, SyncData, which makes the batches
+// as durable but leaves the start to the next Sync.
 func (r *modelRun) sync() {
+	if r.rng.IntN(2) == 0 {
+		r.logf("sync data")
+		if err := r.l.SyncData(); err != nil {
+			r.fatalf("SyncData: %v", err)
+		}
+		r.m.durableEnd = r.m.end()
+		return
+	}
 	r.logf("sync")
 	if err := r.l.Sync(); err != nil {
 		r.fatalf("Sync: %v", err)

@@ -29,7 +29,15 @@ func (c *replicaCheckpoint) encode() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fmt.Appendf(body, "\n%08x\n", crc32.Checksum(body, castagnoli)), nil
+	return sealCheckpoint(body), nil
+}
+
+// sealCheckpoint turns a checkpoint's JSON body into the file's contents: the body, then its
+// CRC-32C on a line of its own.
+func sealCheckpoint(body []byte) []byte {
+	out := make([]byte, 0, len(body)+10)
+	out = append(out, body...)
+	return fmt.Appendf(out, "\n%08x\n", crc32.Checksum(body, castagnoli))
 }
 
 func decodeReplicaCheckpoint(b []byte) (replicaCheckpoint, error) {
@@ -66,6 +74,11 @@ func writeReplicaCheckpoint(dir string, c *replicaCheckpoint) error {
 	if err != nil {
 		return err
 	}
+	return writeReplicaCheckpointFile(dir, b)
+}
+
+// writeReplicaCheckpointFile replaces the checkpoint with an encoded one.
+func writeReplicaCheckpointFile(dir string, b []byte) error {
 	fsys := OSFS()
 	name := filepath.Join(dir, replicaCheckpointName)
 	if err := writeFile(fsys, name+".tmp", b, true); err != nil {

@@ -16,18 +16,43 @@ import (
 // the checkpoint is also the snapshot's data. The group compacts its raft
 // log behind it, so it must be durable first.
 func (r *Replica) Snapshot() ([]byte, error) {
-	l := r.Log()
-	if err := l.Sync(); err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+	data, persist, err := r.PrepareSnapshot()
+	if err != nil {
+		return nil, err
 	}
+	if err := persist(); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// PrepareSnapshot captures the replica's state as of the last applied entry
+// and returns it with a function that makes it durable: an fsync of the log
+// (SyncData, which does not stall appends) and then the checkpoint file.
+// Apply may run while persist does; the checkpoint still describes the
+// captured state, and a restart cuts the log back to its end.
+func (r *Replica) PrepareSnapshot() (data []byte, persist func() error, err error) {
+	l := r.Log()
 	cp := &replicaCheckpoint{
 		Applied: r.applied, Start: l.StartOffset(), Next: l.EndOffset(),
 		Producers: r.producers, Epochs: r.Epochs(),
 	}
-	if err := writeReplicaCheckpoint(r.cfg.Dir, cp); err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+	// Encoding now copies the producer table, which later applies change.
+	data, err = json.Marshal(cp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
 	}
-	return json.Marshal(cp)
+	file := sealCheckpoint(data)
+	persist = func() error {
+		if err := l.SyncData(); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		if err := writeReplicaCheckpointFile(r.cfg.Dir, file); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		return nil
+	}
+	return data, persist, nil
 }
 
 func decodeSnapshotData(snap *raftpb.Snapshot) (replicaCheckpoint, error) {

@@ -40,6 +40,7 @@ type segment struct {
 	// Appender-only state (Log.writeMu).
 	sinceIndex    int64     // bytes appended since the last index entry
 	rollAt        time.Time // when the first batch arrived (age roll)
+	writtenBack   int64     // bytes whose writeback has been started
 	unsynced      bool      // log bytes not yet fsynced
 	indexUnsynced bool      // .index/.timeindex written but not fsynced
 }

@@ -130,6 +130,7 @@ func (l *Log) finishTruncate(s *segment, removed []*segment) error {
 	if err := s.f.Truncate(s.size); err != nil {
 		return l.fail(fmt.Errorf("truncate segment %d: %w", s.base, err))
 	}
+	s.writtenBack = min(s.writtenBack, s.size)
 	if s.rollAt.IsZero() || s.size == 0 {
 		s.rollAt = l.cfg.now()
 	}

@@ -146,59 +146,6 @@ func (g *Group) resolve(index uint64, results []applied) {
 	}
 }
 
-// maybeSnapshot takes a snapshot every SnapshotEntries applied entries and
-// compacts the log behind it, keeping SnapshotCatchUpEntries for slow
-// followers, then lets the storage release old WAL segments.
-func (g *Group) maybeSnapshot() {
-	entries := g.applied - g.snapIndex
-	if entries < g.cfg.SnapshotEntries && g.bytesSinceSnap < g.cfg.SnapshotBytes {
-		return
-	}
-	data, err := g.sm.Snapshot()
-	if err != nil {
-		g.fatal("state machine snapshot", err)
-		return
-	}
-	snap, err := g.mem.CreateSnapshot(g.applied, g.confState, data)
-	if errors.Is(err, raft.ErrSnapOutOfDate) {
-		return
-	}
-	if err != nil {
-		g.fatal("create snapshot", err)
-		return
-	}
-	if err := g.storage.SaveSnapshot(snap); err != nil {
-		g.fatal("save snapshot", err)
-		return
-	}
-	keep := g.catchUpEntries(entries)
-	g.snapIndex, g.bytesSinceSnap = g.applied, 0
-	if g.applied > keep {
-		compact := g.applied - keep
-		if first, _ := g.mem.FirstIndex(); compact > first {
-			if err := g.mem.Compact(compact); err != nil && !errors.Is(err, raft.ErrCompacted) {
-				g.fatal("compact", err)
-				return
-			}
-		}
-	}
-	if err := g.storage.Release(snap); err != nil {
-		g.fatal("release storage", err)
-	}
-}
-
-// catchUpEntries is how many entries to keep behind a snapshot: at most
-// SnapshotCatchUpEntries, and about SnapshotCatchUpBytes at the average
-// entry size since the last snapshot.
-func (g *Group) catchUpEntries(entries uint64) uint64 {
-	keep := g.cfg.SnapshotCatchUpEntries
-	if entries == 0 || g.bytesSinceSnap == 0 {
-		return keep
-	}
-	avg := max(g.bytesSinceSnap/entries, 1)
-	return max(min(keep, g.cfg.SnapshotCatchUpBytes/avg), 1)
-}
-
 // startRead runs on the owner for ReadIndex.
 func (g *Group) startRead(r *readRequest) {
 	g.nextRead++

@@ -240,6 +240,8 @@ func (g *Group) failUnindexed() {
 // more is written) and calls the Host's fatal handler.
 func (g *Group) handleReady(rd raft.Ready) {
 	g.metrics.readys.Add(1)
+	t := startReadyTimer()
+	defer t.report(g.log)
 	if g.readyIsActivity(rd) {
 		g.markActive()
 	}
@@ -249,6 +251,11 @@ func (g *Group) handleReady(rd raft.Ready) {
 		g.send(rd.Messages)
 	}
 	if hasSnap {
+		// Our own snapshot must not race the leader's into storage.
+		if err := g.waitSnapshot(); err != nil {
+			g.fatal("snapshot", err)
+			return
+		}
 		if err := g.storage.SaveSnapshot(rd.Snapshot); err != nil {
 			g.fatal("save snapshot", err)
 			return
@@ -265,6 +272,7 @@ func (g *Group) handleReady(rd raft.Ready) {
 		g.fatal("save entries", err)
 		return
 	}
+	t.mark(&t.save)
 	if sync {
 		g.metrics.syncs.Add(1)
 		if g.cfg.ObserveSync != nil {
@@ -287,9 +295,11 @@ func (g *Group) handleReady(rd raft.Ready) {
 	if !g.applyCommitted(rd.CommittedEntries) {
 		return
 	}
+	t.mark(&t.apply)
 	g.noteReadStates(rd.ReadStates)
 	g.noteSoftState(rd.SoftState)
 	g.maybeSnapshot()
+	t.mark(&t.snapshot)
 	if g.halted {
 		return
 	}
@@ -452,6 +462,9 @@ func (g *Group) fatal(op string, err error) {
 
 // shutdown runs on the owner when the group halts or closes.
 func (g *Group) shutdown() {
+	if err := g.waitSnapshot(); err != nil {
+		g.log.Error("background snapshot failed during shutdown", "err", err)
+	}
 	g.mu.Lock()
 	g.inbox.closed = true
 	in := g.inbox

@@ -1,0 +1,156 @@
+package raftgroup
+
+import (
+	"errors"
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// BackgroundSnapshotter is a StateMachine whose snapshots can be made
+// durable off the group's goroutine. A partition's snapshot fsyncs
+// megabytes of log; done inline it would stall every proposal of the group
+// for as long (etcd's server takes its snapshots on another goroutine for
+// the same reason).
+type BackgroundSnapshotter interface {
+	// PrepareSnapshot captures the state as of the last applied entry and
+	// returns it with a function that makes it durable. The group runs
+	// persist on another goroutine, concurrently with later Apply calls
+	// but never with Restore or another persist, and records the snapshot
+	// only after persist returns nil.
+	PrepareSnapshot() (data []byte, persist func() error, err error)
+}
+
+// snapJob is a snapshot being made durable in the background.
+type snapJob struct {
+	done chan struct{}
+	err  error
+}
+
+// maybeSnapshot starts a snapshot once SnapshotEntries entries or
+// SnapshotBytes bytes were applied since the last one, unless one is
+// still being written. The state is captured here, between applies; the
+// fsyncs, the snapshot file, the compaction of the raft log (keeping
+// catch-up entries for slow followers) and the release of old WAL
+// segments happen on another goroutine, or inline in manual mode so that
+// the simulator stays deterministic.
+func (g *Group) maybeSnapshot() {
+	entries := g.applied - g.snapIndex
+	if g.snapping != nil || entries < g.cfg.SnapshotEntries && g.bytesSinceSnap < g.cfg.SnapshotBytes {
+		return
+	}
+	data, persist, err := g.captureSnapshot()
+	if err != nil {
+		g.fatal("state machine snapshot", err)
+		return
+	}
+	w := snapWrite{
+		g: g, index: g.applied, conf: proto.CloneOf(g.confState),
+		data: data, persist: persist, keep: g.catchUpEntries(entries),
+	}
+	g.snapIndex, g.bytesSinceSnap = g.applied, 0
+	if g.host.cfg.Manual {
+		if err := w.run(); err != nil {
+			g.fatal("snapshot", err)
+		}
+		return
+	}
+	job := &snapJob{done: make(chan struct{})}
+	g.snapping = job
+	go func() {
+		job.err = w.run()
+		close(job.done)
+		// Wake the owner to reap the job; a closed group reaps it in
+		// shutdown instead.
+		_ = g.submit(func() { g.reapSnapshot(job) })
+	}()
+}
+
+func (g *Group) captureSnapshot() ([]byte, func() error, error) {
+	if bs, ok := g.sm.(BackgroundSnapshotter); ok {
+		return bs.PrepareSnapshot()
+	}
+	data, err := g.sm.Snapshot()
+	return data, nil, err
+}
+
+// reapSnapshot runs on the owner once job has finished.
+func (g *Group) reapSnapshot(job *snapJob) {
+	if g.snapping != job {
+		return
+	}
+	g.snapping = nil
+	if job.err != nil {
+		g.fatal("snapshot", job.err)
+	}
+}
+
+// waitSnapshot blocks until the background snapshot, if any, is done. The
+// owner calls it before anything that must not overlap one: installing a
+// snapshot from the leader, and closing. It reports the job's error.
+func (g *Group) waitSnapshot() error {
+	job := g.snapping
+	if job == nil {
+		return nil
+	}
+	<-job.done
+	g.snapping = nil
+	return job.err
+}
+
+// snapWrite is the part of a snapshot that touches the disk. Everything it
+// uses is either its own copy or safe for concurrent use (MemoryStorage
+// and the Storage's snapshot calls lock; the WAL does too).
+type snapWrite struct {
+	g       *Group
+	index   uint64
+	conf    *raftpb.ConfState
+	data    []byte
+	persist func() error // nil: the state machine's data is already durable
+	keep    uint64
+}
+
+func (w snapWrite) run() error {
+	g := w.g
+	if w.persist != nil {
+		if err := w.persist(); err != nil {
+			return fmt.Errorf("state machine: %w", err)
+		}
+	}
+	snap, err := g.mem.CreateSnapshot(w.index, w.conf, w.data)
+	if errors.Is(err, raft.ErrSnapOutOfDate) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create snapshot: %w", err)
+	}
+	if err := g.storage.SaveSnapshot(snap); err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
+	}
+	if w.index > w.keep {
+		compact := w.index - w.keep
+		if first, _ := g.mem.FirstIndex(); compact > first {
+			if err := g.mem.Compact(compact); err != nil && !errors.Is(err, raft.ErrCompacted) {
+				return fmt.Errorf("compact: %w", err)
+			}
+		}
+	}
+	if err := g.storage.Release(snap); err != nil {
+		return fmt.Errorf("release storage: %w", err)
+	}
+	return nil
+}
+
+// catchUpEntries is how many entries to keep behind a snapshot: at most
+// SnapshotCatchUpEntries, and about SnapshotCatchUpBytes at the average
+// entry size since the last snapshot.
+func (g *Group) catchUpEntries(entries uint64) uint64 {
+	keep := g.cfg.SnapshotCatchUpEntries
+	if entries == 0 || g.bytesSinceSnap == 0 {
+		return keep
+	}
+	avg := max(g.bytesSinceSnap/entries, 1)
+	return max(min(keep, g.cfg.SnapshotCatchUpBytes/avg), 1)
+}
