@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftq/raftq/coordinator/groups"
 	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/raftgroup"
 	"github.com/raftq/raftq/transport/kafka"
@@ -79,6 +80,10 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 		return fail(kerr.InvalidRequiredAcks, "acks must be -1, 0 or 1")
 	}
 	name := topicName(n, rt.Topic, rt.TopicID)
+	if name == groups.OffsetsTopic {
+		// As Kafka: clients may not write internal topics.
+		return fail(kerr.InvalidTopicException, "cannot append to internal topic "+name)
+	}
 	rep := n.replicaFor(name, rp.Partition)
 	if rep == nil {
 		if _, ok := n.partitionRef(name, rp.Partition); !ok {

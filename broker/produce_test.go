@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator/groups"
 )
 
 func createTopic(t testing.TB, cl *kgo.Client, name string, parts int32, rf int16) {
@@ -165,6 +167,10 @@ func TestNode_ProduceErrors(t *testing.T) {
 	code, _ = produceCode(rawRequest(t, c, leader, produceRequest("e", 0, -1, bad)))
 	if code != kerr.CorruptMessage.Code {
 		t.Errorf("corrupt batch: code %d, want CORRUPT_MESSAGE", code)
+	}
+	code, _ = produceCode(rawRequest(t, c, leader, produceRequest(groups.OffsetsTopic, 0, -1, good)))
+	if code != kerr.InvalidTopicException.Code {
+		t.Errorf("produce to %s: code %d, want INVALID_TOPIC_EXCEPTION", groups.OffsetsTopic, code)
 	}
 	code, _ = produceCode(rawKafka(t, c.cfgs[leader].KafkaAddr, produceRequest("e", 0, 2, good)))
 	if code != kerr.InvalidRequiredAcks.Code {

@@ -38,6 +38,7 @@ type Group struct {
 	// bytesSinceSnap counts entry bytes applied since the last snapshot.
 	bytesSinceSnap uint64
 	snapping       *snapJob // a snapshot being written in the background
+	slow           slowLog
 	waiters        map[uint64]*Proposal
 	results        []applied // scratch for applyNormal
 	savedTerm      uint64    // term and vote of the last hard state saved

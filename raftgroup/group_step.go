@@ -241,7 +241,7 @@ func (g *Group) failUnindexed() {
 func (g *Group) handleReady(rd raft.Ready) {
 	g.metrics.readys.Add(1)
 	t := startReadyTimer()
-	defer t.report(g.log)
+	defer t.report(g.log, &g.slow)
 	if g.readyIsActivity(rd) {
 		g.markActive()
 	}

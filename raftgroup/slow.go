@@ -10,6 +10,16 @@ import (
 // one shows up directly as produce latency.
 const slowReady = 100 * time.Millisecond
 
+// slowReadyEvery is how often one group may log a slow Ready; a disk that
+// stays slow would otherwise log every Ready of every group.
+const slowReadyEvery = 10 * time.Second
+
+// slowLog is a group's record of the slow Readys it logged.
+type slowLog struct {
+	last       time.Time
+	suppressed int
+}
+
 // readyTimer splits the handling of one Ready into its costly phases.
 type readyTimer struct {
 	began, last           time.Time
@@ -28,10 +38,16 @@ func (t *readyTimer) mark(phase *time.Duration) {
 	t.last = now
 }
 
-func (t *readyTimer) report(log *slog.Logger) {
+func (t *readyTimer) report(log *slog.Logger, sl *slowLog) {
 	total := time.Since(t.began)
 	if total < slowReady {
 		return
 	}
-	log.Warn("slow raft ready", "took", total, "save", t.save, "apply", t.apply, "snapshot", t.snapshot)
+	if now := time.Now(); now.Sub(sl.last) >= slowReadyEvery {
+		log.Warn("slow raft ready", "took", total, "save", t.save, "apply", t.apply,
+			"snapshot", t.snapshot, "more_since_last_report", sl.suppressed)
+		sl.last, sl.suppressed = now, 0
+		return
+	}
+	sl.suppressed++
 }
