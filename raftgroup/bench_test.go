@@ -158,7 +158,7 @@ func BenchmarkPropose(b *testing.B) {
 	for _, tr := range []string{"mem", "tcp"} {
 		for _, c := range []struct{ size, groups, proposers, depth int }{
 			{100, 1, 64, 1}, {100, 64, 64, 1}, {100, 1, 64, 16}, {100, 1, 64, 64}, {100, 64, 64, 16},
-			{64 << 10, 1, 16, 1}, {64 << 10, 1, 16, 8}, {64 << 10, 64, 64, 1},
+			{64 << 10, 1, 16, 1}, {64 << 10, 1, 16, 8}, {64 << 10, 1, 16, 32}, {64 << 10, 64, 64, 1},
 		} {
 			name := fmt.Sprintf("transport=%s/size=%d/groups=%d/proposers=%d/depth=%d", tr, c.size, c.groups, c.proposers, c.depth)
 			b.Run(name, func(b *testing.B) { benchPropose(b, tr == "tcp", c.size, c.groups, c.proposers, c.depth) })

@@ -146,33 +146,38 @@
 //	go test ./raftgroup -run '^$' -bench 'BenchmarkPropose/(baseline|transport=tcp)' -benchtime 4s
 //
 // Same-run baselines: one writer appending and fdatasyncing 100 B does
-// 2,411-2,465 fsyncs/s; 64 KiB, 81-107 MB/s; three writers side by side
-// (one per replica), 256 KiB per fsync, 137-166 MB/s each, which is the
-// ceiling on committed MB/s when every byte lands on this disk three times.
+// 1,882-2,465 fsyncs/s; 64 KiB, 81-107 MB/s; three writers side by side
+// (one per replica), 256 KiB per fsync, 139-189 MB/s each: the ceiling on
+// committed MB/s when every byte lands on this disk three times.
 //
-//	size  groups proposers depth  proposals/s  MB/s   fsyncs/s proposals/MsgProp
-//	100   1      64        1          18,218     1.8   3,018     16
-//	100   1      64        16        233,586    23.4   2,600    213
-//	100   1      64        64        379,253    37.9     958  1,024
-//	100   64     64        1           2,707     0.27  5,441      1.2
-//	100   64     64        16          8,822     0.88  3,897      4.6
-//	64Ki  1      16        1           1,484    97.3     967      3.6
-//	64Ki  1      16        8     1,744-1,817   114-119    120-134  12.4
-//	64Ki  64     64        1             513    33.6   1,185      1.1
+//	size  groups proposers depth  proposals/s      MB/s      fsyncs/s
+//	100   1      64        1          17,314-18,218   1.7-1.8  3,018-3,054
+//	100   1      64        16        212,086-233,586 21-23    2,288-2,600
+//	100   1      64        64        379,253-392,792 38-39      958-1,029
+//	100   64     64        1           1,813-2,707    0.2-0.3  4,034-5,441
+//	100   64     64        16          5,227-8,822    0.5-0.9  2,352-3,897
+//	64Ki  1      16        1           1,372-1,484   90-97       879-967
+//	64Ki  1      16        8           2,257-2,766  148-181      194-239
+//	64Ki  1      16        32          2,635-3,102  171-203       59-74
+//	64Ki  64     64        1             453-513     30-34     1,094-1,185
+//
+// Ranges are over the runs of that day; the 64 KiB depth-32 row comes from
+// four runs interleaved with the three-writer baseline (171/139, 190/189,
+// 180/147, 203/173 MB/s raft/baseline).
 //
 // Batching factor: at 100 B, depth 16, about 90 proposals share an fsync
 // (233,586 proposals/s over 2,600 fsyncs/s, counted on all three nodes),
 // coalesced into entries of up to 64 KiB, which is why entries/fsync stays
 // near 1 while proposals/fsync grows with the load.
 //
-// Targets: 100 B from 64 proposers reaches 234k-379k proposals/s (target
-// 200k) once the proposers pipeline. 64 KiB entries commit 114-119 MB/s,
-// 75-85% of the three-writer ceiling measured beside them (137-158 MB/s),
-// so the 200 MB/s target is above what this disk does for three replicas;
-// an earlier run with the disk at 156 MB/s for a single writer reached
-// 117 MB/s, CPU-bound on the copies in protobuf encoding (WAL and
-// transport) and decoding. With 64 groups each group fsyncs its own WAL:
-// 192 WALs share the disk's fsync rate, and throughput follows it. The fix
-// is one log per node with cross-group group commit (dragonboat-style),
-// not done here.
+// Targets: 100 B from 64 proposers reaches 212k-393k proposals/s (target
+// 200k) once the proposers pipeline. 64 KiB entries commit 171-203 MB/s at
+// depth 32, at or above the three-writer disk ceiling measured beside them;
+// 200 MB/s was reached in one run of four, so the target holds only when
+// the disk does. Until 2026-11-30 the transport grew one buffer per burst
+// of MsgApps with protobuf's exact-size reallocation, and 64 KiB runs were
+// CPU-bound at 114-119 MB/s; see transport/peer. With 64 groups each group
+// fsyncs its own WAL: 192 WALs share the disk's fsync rate, and throughput
+// follows it. The fix is one log per node with cross-group group commit
+// (dragonboat-style), not done here.
 package raftgroup

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/raftq/raftq/raftgroup"
 	"go.etcd.io/raft/v3/raftpb"
@@ -38,6 +39,11 @@ type encodeStats struct {
 // counted; raft retransmits what matters.
 func appendBatch(dst []byte, batch []raftgroup.Envelope, max int) ([]byte, encodeStats) {
 	var st encodeStats
+	sizes, total := sizeBatch(batch)
+	// One growth for the whole batch: protobuf's MarshalAppend would
+	// otherwise reallocate to the exact size for every message that does
+	// not fit, copying everything encoded so far each time.
+	dst = slices.Grow(dst, total+(frameHeader+1)*(2+total/max))
 	dst, start := beginFrame(dst, kindBatch)
 	payload := 1 // the kind byte
 	for i := range batch {
@@ -46,7 +52,7 @@ func appendBatch(dst []byte, batch []raftgroup.Envelope, max int) ([]byte, encod
 			st.drop(fmt.Errorf("%w: group %d", errNilMessage, group))
 			continue
 		}
-		size := proto.Size(m)
+		size := sizes[i]
 		need := uvarintLen(group) + uvarintLen(uint64(size)) + size
 		if 1+need > max {
 			st.drop(fmt.Errorf("%w: group %d %s of %d bytes, limit %d", ErrMessageTooLarge, group, m.GetType(), need, max))
@@ -72,6 +78,20 @@ func appendBatch(dst []byte, batch []raftgroup.Envelope, max int) ([]byte, encod
 	finishFrame(dst, start)
 	st.frames++
 	return dst, st
+}
+
+// sizeBatch returns each message's encoded size (which protobuf caches
+// for the marshal that follows) and the bytes all envelopes take.
+func sizeBatch(batch []raftgroup.Envelope) ([]int, int) {
+	sizes := make([]int, len(batch))
+	total := 0
+	for i := range batch {
+		if m := batch[i].Msg; m != nil {
+			sizes[i] = proto.Size(m)
+			total += 2*binary.MaxVarintLen64 + sizes[i]
+		}
+	}
+	return sizes, total
 }
 
 func (st *encodeStats) drop(err error) {

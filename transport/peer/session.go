@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -112,22 +114,48 @@ func (s *session) writeLoop() (net.Conn, error) {
 	}
 }
 
-// writeBurst encodes batch and whatever else is queued, up to
-// WriteBufferBytes, and writes it all in one call: under load many batches
-// share a syscall, while a lone heartbeat goes out at once.
+// writeBurst encodes batch and whatever else is queued and writes it in
+// calls of about WriteBufferBytes: under load many batches share a
+// syscall, a lone heartbeat goes out at once, and a batch of many large
+// messages is written piece by piece, so the buffer stays small enough to
+// be reused instead of growing (and being copied) with every burst.
 func (s *session) writeBurst(batch []raftgroup.Envelope) error {
-	max := s.p.t.cfg.MaxFrameBytes
-	buf := s.encode(s.buf[:0], batch, max)
-	for len(buf) < s.p.t.cfg.WriteBufferBytes {
+	limit := s.p.t.cfg.WriteBufferBytes
+	buf := s.buf[:0]
+	for {
+		for len(batch) > 0 {
+			n := prefixUnder(batch, limit-len(buf))
+			buf = s.encode(buf, batch[:n], s.p.t.cfg.MaxFrameBytes)
+			batch = batch[n:]
+			if len(buf) >= limit {
+				if err := s.write(buf); err != nil {
+					return err
+				}
+				buf = s.buf[:0]
+			}
+		}
 		select {
 		case batch = <-s.p.queue:
-			buf = s.encode(buf, batch, max)
 			continue
 		default:
 		}
-		break
+		return s.write(buf)
 	}
-	return s.write(buf)
+}
+
+// prefixUnder returns how many of batch's first envelopes fit in room
+// bytes of encoded messages, and at least one.
+func prefixUnder(batch []raftgroup.Envelope, room int) int {
+	used := 0
+	for i := range batch {
+		if m := batch[i].Msg; m != nil {
+			used += proto.Size(m)
+		}
+		if used >= room {
+			return max(i, 1)
+		}
+	}
+	return len(batch)
 }
 
 func (s *session) encode(dst []byte, batch []raftgroup.Envelope, max int) []byte {
@@ -148,7 +176,8 @@ func (s *session) encode(dst []byte, batch []raftgroup.Envelope, max int) []byte
 // ahead without paying for a timer update on every write.
 func (s *session) write(buf []byte) error {
 	s.buf = buf[:0]
-	if cap(s.buf) > shrinkAbove {
+	// Keep a large buffer while bursts fill it; drop it once they shrink.
+	if cap(s.buf) > shrinkAbove && len(buf) < cap(buf)/4 {
 		s.buf = nil
 	}
 	if len(buf) == 0 {

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -233,5 +234,40 @@ func TestTransport_AddPeerIgnoresSelfAndZero(t *testing.T) {
 	n1.AddPeer(0, "127.0.0.1:1")
 	if got := len(n1.Stats().Peers); got != 0 {
 		t.Errorf("%d peers after adding self and 0", got)
+	}
+}
+
+// TestTransport_LargeBurstsSplitInOrder sends batches much larger than the
+// write buffer, which the writer then sends in pieces: every message still
+// arrives once and in order.
+func TestTransport_LargeBurstsSplitInOrder(t *testing.T) {
+	small := func(c *Config) { c.WriteBufferBytes = 4 << 10 }
+	n1, n2 := startNode(t, 1, small), startNode(t, 2, small)
+	connect(n1, n2)
+	var want []raftgroup.Envelope
+	next := uint64(1)
+	for i := range 100 {
+		batch := make([]raftgroup.Envelope, 1+i%7)
+		for j := range batch {
+			batch[j] = raftgroup.Envelope{Group: uint64(j), Msg: msg(next, bytes.Repeat([]byte{byte(next)}, 3000))}
+			next++
+		}
+		want = append(want, batch...)
+		if !n1.Send(2, batch) {
+			t.Fatalf("Send %d returned false with an ample queue", i)
+		}
+	}
+	eventually(t, "every message delivered", func() bool { return len(n2.recv.from(1)) >= len(want) })
+	got := n2.recv.from(1)
+	if len(got) != len(want) {
+		t.Fatalf("got %d messages, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Group != want[i].Group || !proto.Equal(got[i].Msg, want[i].Msg) {
+			t.Fatalf("message %d: got %s, want %s", i, describe(got[i]), describe(want[i]))
+		}
+	}
+	if st := n1.Stats(); st.Writes < 150 { // one write per Send would be 100
+		t.Errorf("%d writes for %d bytes through a 4 KiB buffer: the bursts were not split", st.Writes, 3000*len(want))
 	}
 }
