@@ -31,17 +31,8 @@ func (n *Node) serveListOffsets(_ *kafka.Conn, req *kafka.Request) kafka.Pending
 func (n *Node) listOffset(r *kmsg.ListOffsetsRequest, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, -1, -1, -1
-	rep := n.replicaFor(topic, rp.Partition)
-	if rep == nil {
-		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, 0)
-		return sp
-	}
-	st := rep.group.Status()
-	if !st.IsLeader() {
-		sp.ErrorCode = kerr.NotLeaderForPartition.Code
-		return sp
-	}
-	if code := epochCheck(rp.CurrentLeaderEpoch, st.Term); code != 0 {
+	rep, code := n.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if code != 0 {
 		sp.ErrorCode = code
 		return sp
 	}
@@ -76,4 +67,20 @@ func epochAt(eps []partition.EpochStart, offset int64) int32 {
 		e = s.Epoch
 	}
 	return e
+}
+
+// leaderReplica returns the local replica of a partition for a request
+// that only its leader answers, or the error code that refuses it: unknown
+// partition, no local replica, not the leader, or a client epoch that is
+// stale or ahead (currentEpoch -1 skips the check).
+func (n *Node) leaderReplica(topic string, partition, currentEpoch int32) (*replica, int16) {
+	rep := n.replicaFor(topic, partition)
+	if rep == nil {
+		return nil, n.noReplicaCode(topic, partition, 0)
+	}
+	st := rep.group.Status()
+	if !st.IsLeader() {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return rep, epochCheck(currentEpoch, st.Term)
 }

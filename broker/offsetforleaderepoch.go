@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/transport/kafka"
@@ -28,17 +27,8 @@ func (n *Node) serveOffsetForLeaderEpoch(_ *kafka.Conn, req *kafka.Request) kafk
 func (n *Node) epochEnd(topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 	sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-	rep := n.replicaFor(topic, rp.Partition)
-	if rep == nil {
-		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, 0)
-		return sp
-	}
-	st := rep.group.Status()
-	if !st.IsLeader() {
-		sp.ErrorCode = kerr.NotLeaderForPartition.Code
-		return sp
-	}
-	if code := epochCheck(rp.CurrentLeaderEpoch, st.Term); code != 0 {
+	rep, code := n.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	if code != 0 {
 		sp.ErrorCode = code
 		return sp
 	}

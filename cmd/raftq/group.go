@@ -14,19 +14,9 @@ import (
 )
 
 func runGroup(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: list, describe or reset-offsets")}
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "list":
-		return groupList(ctx, e, args)
-	case "describe":
-		return groupDescribe(ctx, e, args)
-	case "reset-offsets":
-		return groupResetOffsets(ctx, e, args)
-	}
-	return usageError{fmt.Errorf("unknown subcommand %q: want list, describe or reset-offsets", sub)}
+	return runSubcommand(ctx, e, args, []subcommand{
+		{"list", groupList}, {"describe", groupDescribe}, {"reset-offsets", groupResetOffsets},
+	})
 }
 
 func groupList(ctx context.Context, e *env, args []string) error {

@@ -12,21 +12,9 @@ import (
 )
 
 func runTopic(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: create, list, describe or delete")}
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "create":
-		return topicCreate(ctx, e, args)
-	case "list":
-		return topicList(ctx, e, args)
-	case "describe":
-		return topicDescribe(ctx, e, args)
-	case "delete":
-		return topicDelete(ctx, e, args)
-	}
-	return usageError{fmt.Errorf("unknown subcommand %q: want create, list, describe or delete", sub)}
+	return runSubcommand(ctx, e, args, []subcommand{
+		{"create", topicCreate}, {"list", topicList}, {"describe", topicDescribe}, {"delete", topicDelete},
+	})
 }
 
 func topicCreate(ctx context.Context, e *env, args []string) error {
