@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,36 +11,54 @@ import (
 	"path/filepath"
 )
 
-// identity is node.json: which cluster and node a data dir belongs to.
+// identity is node.json: which cluster and node a data dir belongs to,
+// and the incarnation, a random id the dir gets when it is created. A node
+// whose data was wiped comes back with the same node id but a new
+// incarnation, which its peers refuse (see checkIncarnation).
 type identity struct {
-	ClusterID string `json:"cluster_id"`
-	NodeID    uint64 `json:"node_id"`
+	ClusterID   string `json:"cluster_id"`
+	NodeID      uint64 `json:"node_id"`
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // claimDataDir creates dir's node.json, or checks that an existing one
 // names this cluster and node, so that a data dir is never used by another.
-func claimDataDir(dir, clusterID string, nodeID uint64) error {
+// It returns the dir's incarnation, adding one to a node.json written
+// before incarnations existed.
+func claimDataDir(dir, clusterID string, nodeID uint64) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
+		return "", fmt.Errorf("data dir %s: %w", dir, err)
 	}
 	name := filepath.Join(dir, "node.json")
-	want := identity{ClusterID: clusterID, NodeID: nodeID}
 	b, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return writeIdentity(name, want)
+		id := identity{ClusterID: clusterID, NodeID: nodeID, Incarnation: newIncarnation()}
+		return id.Incarnation, writeIdentity(name, id)
 	}
 	if err != nil {
-		return fmt.Errorf("data dir %s: %w", dir, err)
+		return "", fmt.Errorf("data dir %s: %w", dir, err)
 	}
 	var got identity
 	if err := json.Unmarshal(b, &got); err != nil {
-		return fmt.Errorf("data dir %s: node.json: %w", dir, err)
+		return "", fmt.Errorf("data dir %s: node.json: %w", dir, err)
 	}
-	if got != want {
-		return fmt.Errorf("data dir %s belongs to cluster %q node %d, not cluster %q node %d",
+	if got.ClusterID != clusterID || got.NodeID != nodeID {
+		return "", fmt.Errorf("data dir %s belongs to cluster %q node %d, not cluster %q node %d",
 			dir, got.ClusterID, got.NodeID, clusterID, nodeID)
 	}
-	return nil
+	if got.Incarnation == "" {
+		got.Incarnation = newIncarnation()
+		if err := writeIdentity(name, got); err != nil {
+			return "", err
+		}
+	}
+	return got.Incarnation, nil
+}
+
+func newIncarnation() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b)
 }
 
 func writeIdentity(name string, id identity) error {
@@ -49,7 +69,8 @@ func writeIdentity(name string, id identity) error {
 	return writeIdentityFile(name, append(b, '\n'))
 }
 
-// writeIdentityFile writes a small file durably: temp file, fsync, rename.
+// writeIdentityFile writes a small file durably: temp file, fsync, rename,
+// directory fsync.
 func writeIdentityFile(name string, b []byte) error {
 	tmp := name + ".tmp"
 	f, err := os.Create(tmp)
@@ -65,5 +86,39 @@ func writeIdentityFile(name string, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
-	return os.Rename(tmp, name)
+	if err := os.Rename(tmp, name); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	// The rename must last too: a node.json lost in a power cut would give
+	// the node a new incarnation, which its peers refuse.
+	return syncDir(filepath.Dir(name))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// checkIncarnation is the peer transport's judge of a connecting node: a
+// node id the metadata registered from another data directory is refused.
+// That node lost the raft logs and votes it gave; rejoining under the old
+// id would let it elect a leader without committed entries. Ids not yet
+// registered, or registered before incarnations existed, are let in.
+func (n *Node) checkIncarnation(node uint64, incarnation string) error {
+	b, ok := n.meta.View().Brokers[node]
+	if !ok || b.Incarnation == "" || b.Incarnation == incarnation {
+		return nil
+	}
+	return fmt.Errorf("node %d is registered from data directory incarnation %s, but presents %q: "+
+		"a node whose data was lost must not rejoin under its old id", node, b.Incarnation, incarnation)
 }

@@ -15,12 +15,17 @@ import (
 // addresses, or a snapshot that predates it).
 func (n *Node) registerLoop(ctx context.Context) {
 	_, peerAddr, adminAddr := n.Addrs()
-	me := coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr}
+	me := coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr, Incarnation: n.incarnation}
 	for {
 		changed := n.meta.Changed()
-		if b, ok := n.meta.View().Brokers[me.ID]; !ok || b.KafkaAddr != me.KafkaAddr || b.PeerAddr != me.PeerAddr || b.AdminAddr != me.AdminAddr {
-			if _, err := n.proposeMetaRetry(ctx, &coordinator.Command{RegisterBroker: &me}); err == nil {
+		if b, ok := n.meta.View().Brokers[me.ID]; !ok || b.KafkaAddr != me.KafkaAddr || b.PeerAddr != me.PeerAddr ||
+			b.AdminAddr != me.AdminAddr || b.Incarnation != me.Incarnation {
+			res, err := n.proposeMetaRetry(ctx, &coordinator.Command{RegisterBroker: &me})
+			switch {
+			case err == nil && res.Err == nil:
 				n.log.Info("registered broker", "kafka", me.KafkaAddr)
+			case err == nil:
+				n.log.Error("broker registration refused", "err", res.Err)
 			}
 		}
 		select {

@@ -26,6 +26,8 @@ type Node struct {
 	cfg    Config
 	log    *slog.Logger
 	advert string // advertised Kafka address
+	// incarnation names this data dir (node.json); peers check it.
+	incarnation string
 
 	peer  *peer.Transport
 	host  *raftgroup.Host
@@ -74,9 +76,11 @@ func New(cfg Config) (*Node, error) {
 }
 
 func (n *Node) start() error {
-	if err := claimDataDir(n.cfg.DataDir, n.cfg.ClusterID, n.cfg.NodeID); err != nil {
+	inc, err := claimDataDir(n.cfg.DataDir, n.cfg.ClusterID, n.cfg.NodeID)
+	if err != nil {
 		return err
 	}
+	n.incarnation = inc
 	setWALSegmentSize(n.cfg.WALSegmentBytes, n.log)
 	if err := n.startRaft(); err != nil {
 		return err
@@ -105,6 +109,7 @@ func (n *Node) start() error {
 func (n *Node) startRaft() error {
 	pc := peer.DefaultConfig()
 	pc.ClusterID, pc.NodeID, pc.ListenAddr = n.cfg.ClusterID, n.cfg.NodeID, n.cfg.PeerAddr
+	pc.Incarnation, pc.CheckIncarnation = n.incarnation, n.checkIncarnation
 	pc.Peers = map[uint64]string{}
 	for id, addr := range n.cfg.InitialCluster {
 		if id != n.cfg.NodeID {

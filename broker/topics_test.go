@@ -139,17 +139,21 @@ func segmentBytes(t testing.TB, dir string) []byte {
 
 func TestNode_RefusesDataDirOfAnotherNode(t *testing.T) {
 	dir := t.TempDir()
-	if err := claimDataDir(dir, "a", 1); err != nil {
-		t.Fatal(err)
+	first, err := claimDataDir(dir, "a", 1)
+	if err != nil || first == "" {
+		t.Fatalf("claim: incarnation %q, %v", first, err)
 	}
-	if err := claimDataDir(dir, "a", 1); err != nil {
-		t.Errorf("same identity refused: %v", err)
+	if again, err := claimDataDir(dir, "a", 1); err != nil || again != first {
+		t.Errorf("same identity: incarnation %q (want %q), %v", again, first, err)
 	}
-	if err := claimDataDir(dir, "b", 1); err == nil {
+	if _, err := claimDataDir(dir, "b", 1); err == nil {
 		t.Error("a data dir of cluster a was accepted for cluster b")
 	}
-	if err := claimDataDir(dir, "a", 2); err == nil {
+	if _, err := claimDataDir(dir, "a", 2); err == nil {
 		t.Error("node 1's data dir was accepted for node 2")
+	}
+	if other, _ := claimDataDir(t.TempDir(), "a", 1); other == first {
+		t.Error("a new data dir got the old one's incarnation")
 	}
 }
 

@@ -35,6 +35,11 @@ func (s *State) registerBroker(b *Broker) Result {
 	if b.ID == 0 {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "broker id 0 is reserved")}
 	}
+	if old, ok := s.Brokers[b.ID]; ok && old.Incarnation != "" && old.Incarnation != b.Incarnation {
+		return Result{Err: cmdErr(kerr.InconsistentClusterID,
+			"broker %d is registered from data directory incarnation %s, not %q: a node that lost its data must not rejoin under its old id",
+			b.ID, old.Incarnation, b.Incarnation)}
+	}
 	nb := *b
 	nb.Alive = true
 	s.Brokers[b.ID] = &nb

@@ -203,3 +203,26 @@ func TestTopic_ConfigDefaults(t *testing.T) {
 		t.Errorf("configs: %v %v %v", tp.ConfigInt("retention.bytes"), tp.Config("replication.mode"), tp.ConfigInt("segment.bytes"))
 	}
 }
+
+// A broker re-registers freely from its own data directory, but the same
+// id from another one (a node whose data was wiped) is refused and leaves
+// the registration as it was.
+func TestMetadata_RegisterRefusesAnotherIncarnation(t *testing.T) {
+	m := NewMetadata()
+	reg := func(inc, addr string) Result {
+		return applyCmd(t, m, &Command{RegisterBroker: &Broker{ID: 3, KafkaAddr: addr, Incarnation: inc}})
+	}
+	if r := reg("a", "h:1"); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r := reg("a", "h:2"); r.Err != nil {
+		t.Fatalf("re-registration from the same data dir: %v", r.Err)
+	}
+	r := reg("b", "h:3")
+	if !errors.Is(r.Err, kerr.InconsistentClusterID) {
+		t.Fatalf("registration from another data dir: %v, want INCONSISTENT_CLUSTER_ID", r.Err)
+	}
+	if b := m.View().Brokers[3]; b.Incarnation != "a" || b.KafkaAddr != "h:2" {
+		t.Errorf("refused registration changed the broker: %+v", b)
+	}
+}

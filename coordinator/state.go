@@ -15,6 +15,10 @@ type Broker struct {
 	PeerAddr  string `json:"peer_addr"`
 	AdminAddr string `json:"admin_addr"`
 	Rack      string `json:"rack,omitempty"`
+	// Incarnation names the data directory the broker registered from. A
+	// registration of the same id from another one is refused: that node
+	// lost the raft logs this one acknowledged.
+	Incarnation string `json:"incarnation,omitempty"`
 	// Alive is decided by the metadata leader from raft liveness and
 	// replicated, so every node agrees on whom to place replicas on.
 	Alive bool `json:"alive"`

@@ -40,6 +40,7 @@ func TestE2E_BadInput(t *testing.T) {
 		{"non-leader", testNonLeader},
 		{"stale-epoch", testStaleEpoch},
 		{"duplicate-node-id", testDuplicateNodeID},
+		{"wiped-node-rejoins", testWipedNodeRejoins},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

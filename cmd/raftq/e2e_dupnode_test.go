@@ -75,6 +75,36 @@ func testDuplicateNodeID(t *testing.T, bi *badInput) {
 	imp.stop(t)
 }
 
+// testWipedNodeRejoins kills node 2 and starts, in its place, a process
+// with node 2's id and an empty data dir, as after a lost disk. With the
+// real node down nothing is live to clash with, so only the incarnation
+// in node.json tells them apart: the peers must refuse it (it lost the
+// raft logs and votes node 2 gave), and the real node 2 must rejoin.
+func testWipedNodeRejoins(t *testing.T, bi *badInput) {
+	const wiped = 2
+	c := bi.c
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Kill(ctx, wiped); err != nil {
+		t.Fatal(err)
+	}
+	imp := startImpostor(t, c, wiped)
+	refusal := []byte("registered from data directory incarnation")
+	waitFor(t, 30*time.Second, "node 3 to refuse the wiped node", func(context.Context) bool {
+		n, _ := c.Node(3)
+		b, _ := os.ReadFile(n.LogPath)
+		return bytes.Contains(b, refusal) && bytes.Contains(b, []byte("claimed_node="+fmt.Sprint(wiped)))
+	})
+	waitFor(t, 30*time.Second, "the wiped node to log its refusal", func(context.Context) bool {
+		return bytes.Contains(imp.log(), refusal)
+	})
+	imp.stop(t)
+	if err := c.Start(ctx, wiped); err != nil {
+		t.Fatal(err)
+	}
+	waitAllRegistered(t, c)
+}
+
 // groupTerms maps "node/group" to its raft term, over every node.
 func groupTerms(t *testing.T, c *chaos.Cluster) map[string]uint64 {
 	t.Helper()

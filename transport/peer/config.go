@@ -16,6 +16,16 @@ type Config struct {
 	ClusterID string
 	// NodeID is this node's raft id, never 0.
 	NodeID uint64
+	// Incarnation names this node's data directory (at most 255 bytes;
+	// empty for none). A node whose data was wiped comes back under its old
+	// id with a new incarnation, and CheckIncarnation lets its peers keep
+	// it out: rejoining raft without the log it acknowledged would let it
+	// vote away committed entries.
+	Incarnation string
+	// CheckIncarnation, if set, judges the incarnation a peer presents, in
+	// both directions of the handshake; an error refuses the connection
+	// with ErrIncarnation. It must be fast and safe for concurrent use.
+	CheckIncarnation func(node uint64, incarnation string) error
 	// ListenAddr is where peers connect, e.g. "127.0.0.1:9093".
 	ListenAddr string
 	// Peers maps the other nodes' ids to their addresses. AddPeer and
@@ -111,6 +121,9 @@ func (c Config) Validate() error {
 }
 
 func (c Config) validateIdentity() error {
+	if len(c.Incarnation) > maxClusterID {
+		return fmt.Errorf("incarnation of %d bytes, limit %d", len(c.Incarnation), maxClusterID)
+	}
 	if c.ClusterID == "" || len(c.ClusterID) > maxClusterID {
 		return fmt.Errorf("cluster id must be 1 to %d bytes, got %d", maxClusterID, len(c.ClusterID))
 	}

@@ -26,9 +26,10 @@
 //
 // Every connection opens with a hello from the dialler: magic "RQPR",
 // protocol version, stream kind (raft or snapshot), sender node id, intended
-// receiver node id, cluster id. The acceptor answers with a reply whose
-// layout is fixed across versions: magic, version, status code, its node id,
-// its cluster id, and a reason text. It refuses, logging at ERROR and sending
+// receiver node id, cluster id, incarnation. The acceptor answers with a
+// reply whose layout is fixed across versions: magic, version, status code,
+// its node id, its cluster id, and a reason text; an acceptance adds the
+// acceptor's incarnation. It refuses, logging at ERROR and sending
 // the reason before closing, a peer that
 //
 //   - speaks another protocol version (ErrVersion) or is not a raftq peer
@@ -40,13 +41,20 @@
 //     a second process started with an id in use. The first keeps the
 //     id; a restarted peer's old stream has ended (or falls silent past
 //     that window), so its redial is accepted and replaces the old one;
+//   - presents an incarnation that Config.CheckIncarnation refuses
+//     (ErrIncarnation): in raftq, a node id the metadata registered from
+//     another data directory, i.e. a node whose data was wiped. It lost
+//     the log entries and votes it acknowledged, and rejoining under the
+//     old id could elect a leader without committed entries;
 //   - meant to reach another node id (ErrWrongNode: a stale address);
 //   - is not among the acceptor's peers (ErrUnknownPeer);
 //   - dials a raft stream although its id is the higher (ErrWrongDirection);
 //   - has too many snapshot streams open (ErrSnapshotBusy, at WARN).
 //
 // The dialler gets a *RefusedError that unwraps to the same sentinel and
-// logs it at ERROR; it also checks the reply itself (cluster id, node id).
+// logs it at ERROR; it also checks the reply itself (cluster id, node id,
+// and the acceptor's incarnation, since the lower id dials and a wiped
+// node may be the acceptor).
 //
 // # Wire format
 //

@@ -19,6 +19,7 @@ var (
 	ErrVersion         = errors.New("peer: protocol version mismatch")
 	ErrClusterID       = errors.New("peer: cluster id mismatch")
 	ErrDuplicateID     = errors.New("peer: duplicate node id")
+	ErrIncarnation     = errors.New("peer: node id presented from another data directory")
 	ErrWrongNode       = errors.New("peer: reached a different node than dialled")
 	ErrWrongDirection  = errors.New("peer: raft stream dialled by the higher node id")
 	ErrSnapshotBusy    = errors.New("peer: too many snapshot streams")
@@ -41,18 +42,20 @@ const (
 	refuseDirection
 	refuseBusy
 	refuseClosing
+	refuseIncarnation
 )
 
 var refusalErrs = map[refusal]error{
-	refuseMalformed: ErrBadHandshake,
-	refuseVersion:   ErrVersion,
-	refuseCluster:   ErrClusterID,
-	refuseDuplicate: ErrDuplicateID,
-	refuseWrongNode: ErrWrongNode,
-	refuseUnknown:   ErrUnknownPeer,
-	refuseDirection: ErrWrongDirection,
-	refuseBusy:      ErrSnapshotBusy,
-	refuseClosing:   ErrClosed,
+	refuseMalformed:   ErrBadHandshake,
+	refuseVersion:     ErrVersion,
+	refuseCluster:     ErrClusterID,
+	refuseDuplicate:   ErrDuplicateID,
+	refuseWrongNode:   ErrWrongNode,
+	refuseUnknown:     ErrUnknownPeer,
+	refuseDirection:   ErrWrongDirection,
+	refuseBusy:        ErrSnapshotBusy,
+	refuseClosing:     ErrClosed,
+	refuseIncarnation: ErrIncarnation,
 }
 
 // refusalOf picks the code that tells a refused peer why.

@@ -135,7 +135,7 @@ func rawPeer(t *testing.T, target *node, from uint64) net.Conn {
 	rp, conn := rawDial(t, target, appendHello(nil, hello{
 		version: protoVersion, stream: streamRaft, from: from, to: target.id, cluster: "test-cluster",
 	}))
-	if err := judgeReply(rp, target.id, "test-cluster"); err != nil {
+	if err := judgeReply(rp, target.id, "test-cluster", nil); err != nil {
 		t.Fatalf("raw handshake: %v", err)
 	}
 	conn.SetDeadline(time.Time{})

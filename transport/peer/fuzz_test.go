@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 )
@@ -166,7 +167,7 @@ func FuzzHandshakeDecoder(f *testing.F) {
 		if again := appendReply(nil, rp); !bytes.Equal(again, used) {
 			t.Fatalf("reply %+v re-encodes to %x, read from %x", rp, again, used)
 		}
-		if err := judgeReply(rp, 2, "prod"); err != nil {
+		if err := judgeReply(rp, 2, "prod", refuseIncarnation2); err != nil {
 			var re *RefusedError
 			if !errors.As(err, &re) && !isRefusal(err) {
 				t.Fatalf("judgeReply returned an unexpected error: %v", err)
@@ -174,4 +175,12 @@ func FuzzHandshakeDecoder(f *testing.F) {
 			_ = err.Error()
 		}
 	})
+}
+
+// refuseIncarnation2 refuses node 2 unless it presents incarnation "b".
+func refuseIncarnation2(node uint64, incarnation string) error {
+	if node == 2 && incarnation != "b" {
+		return fmt.Errorf("node 2 is incarnation b, not %q", incarnation)
+	}
+	return nil
 }

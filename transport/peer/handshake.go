@@ -15,6 +15,7 @@ import (
 //	from     uint64  the dialler's node id
 //	to       uint64  the node id the dialler meant to reach
 //	clen     byte, then clen bytes of cluster id
+//	ilen     byte, then ilen bytes of incarnation (version 2)
 //
 // and the acceptor answers with a reply, whose layout never changes between
 // versions so that a refused peer of any version learns why:
@@ -25,9 +26,10 @@ import (
 //	node     uint64  the acceptor's node id
 //	clen     byte, then clen bytes of cluster id
 //	rlen     uint16, then rlen bytes of reason text
+//	ilen     byte, then ilen bytes of incarnation (an acceptance only)
 const (
 	magic        = "RQPR"
-	protoVersion = 1
+	protoVersion = 2
 	helloFixed   = 4 + 2 + 1 + 8 + 8 + 1
 	replyFixed   = 4 + 2 + 1 + 8 + 1
 	maxReason    = 1024
@@ -40,18 +42,20 @@ const (
 )
 
 type hello struct {
-	version  uint16
-	stream   byte
-	from, to uint64
-	cluster  string
+	version     uint16
+	stream      byte
+	from, to    uint64
+	cluster     string
+	incarnation string
 }
 
 type reply struct {
-	version uint16
-	code    refusal
-	node    uint64
-	cluster string
-	reason  string
+	version     uint16
+	code        refusal
+	node        uint64
+	cluster     string
+	reason      string
+	incarnation string
 }
 
 func appendHello(dst []byte, h hello) []byte {
@@ -60,9 +64,24 @@ func appendHello(dst []byte, h hello) []byte {
 	dst = append(dst, h.stream)
 	dst = binary.BigEndian.AppendUint64(dst, h.from)
 	dst = binary.BigEndian.AppendUint64(dst, h.to)
-	cluster := h.cluster[:min(len(h.cluster), maxClusterID)]
-	dst = append(dst, byte(len(cluster)))
-	return append(dst, cluster...)
+	dst = appendShortString(dst, h.cluster)
+	return appendShortString(dst, h.incarnation)
+}
+
+// appendShortString appends a byte of length and up to 255 bytes of s.
+func appendShortString(dst []byte, s string) []byte {
+	s = s[:min(len(s), maxClusterID)]
+	dst = append(dst, byte(len(s)))
+	return append(dst, s...)
+}
+
+// readShortString reads what appendShortString wrote.
+func readShortString(r io.Reader) (string, error) {
+	var l [1]byte
+	if _, err := io.ReadFull(r, l[:]); err != nil {
+		return "", noEOF(err)
+	}
+	return readString(r, int(l[0]))
 }
 
 // readHello reads and checks a hello. A version mismatch returns ErrVersion
@@ -91,6 +110,9 @@ func readHello(r io.Reader) (hello, error) {
 		return h, fmt.Errorf("%w: read hello cluster id: %w", ErrBadHandshake, err)
 	}
 	h.cluster = cluster
+	if h.incarnation, err = readShortString(r); err != nil {
+		return h, fmt.Errorf("%w: read hello incarnation: %w", ErrBadHandshake, err)
+	}
 	return h, h.check()
 }
 
@@ -116,7 +138,11 @@ func appendReply(dst []byte, rp reply) []byte {
 	dst = append(dst, cluster...)
 	reason := rp.reason[:min(len(rp.reason), maxReason)]
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(reason)))
-	return append(dst, reason...)
+	dst = append(dst, reason...)
+	if rp.code != refuseNone || rp.version != protoVersion {
+		return dst // a refusal keeps the layout every version reads
+	}
+	return appendShortString(dst, rp.incarnation)
 }
 
 // readReply reads a reply. It checks only the framing; what the reply says
@@ -148,6 +174,12 @@ func readReply(r io.Reader) (reply, error) {
 	if rp.reason, err = readString(r, n); err != nil {
 		return rp, fmt.Errorf("%w: read reply reason: %w", ErrBadHandshake, err)
 	}
+	if rp.code != refuseNone || rp.version != protoVersion {
+		return rp, nil
+	}
+	if rp.incarnation, err = readShortString(r); err != nil {
+		return rp, fmt.Errorf("%w: read reply incarnation: %w", ErrBadHandshake, err)
+	}
 	return rp, nil
 }
 
@@ -160,8 +192,8 @@ func readString(r io.Reader, n int) (string, error) {
 }
 
 // judgeReply is the dialler's verdict on the reply to a hello it sent to
-// node want of cluster.
-func judgeReply(rp reply, want uint64, cluster string) error {
+// node want of cluster; check (may be nil) judges its incarnation.
+func judgeReply(rp reply, want uint64, cluster string, check func(uint64, string) error) error {
 	if rp.code != refuseNone {
 		return &RefusedError{Node: rp.node, Reason: rp.reason, code: rp.code}
 	}
@@ -172,6 +204,16 @@ func judgeReply(rp reply, want uint64, cluster string) error {
 		return fmt.Errorf("%w: node %d is in cluster %q, this node in %q", ErrClusterID, rp.node, rp.cluster, cluster)
 	case rp.node != want:
 		return fmt.Errorf("%w: dialled node %d, node %d answered", ErrWrongNode, want, rp.node)
+	}
+	return checkIncarnation(check, rp.node, rp.incarnation)
+}
+
+func checkIncarnation(check func(uint64, string) error, node uint64, incarnation string) error {
+	if check == nil {
+		return nil
+	}
+	if err := check(node, incarnation); err != nil {
+		return fmt.Errorf("%w: %w", ErrIncarnation, err)
 	}
 	return nil
 }

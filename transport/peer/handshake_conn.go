@@ -67,7 +67,7 @@ func (t *Transport) acceptHandshake(conn net.Conn) (hello, *peer, error) {
 	if err != nil {
 		return h, nil, err
 	}
-	rp := reply{version: protoVersion, node: t.cfg.NodeID, cluster: t.cfg.ClusterID}
+	rp := reply{version: protoVersion, node: t.cfg.NodeID, cluster: t.cfg.ClusterID, incarnation: t.cfg.Incarnation}
 	if _, err := conn.Write(appendReply(nil, rp)); err != nil {
 		p.releaseInbound(h.stream)
 		return h, nil, fmt.Errorf("write handshake reply: %w", err)
@@ -108,7 +108,13 @@ func (t *Transport) admit(h hello) (*peer, error) {
 			return nil, fmt.Errorf("%w: node %d is already connected from %s (heard from %s ago); is a second process running with id %d?",
 				ErrDuplicateID, h.from, remote, ago.Round(time.Millisecond), h.from)
 		}
-	case h.stream == streamSnapshot && !p.acquireInbound():
+	}
+	// After the live-duplicate check, whose message says more about a
+	// second process; before a snapshot slot is taken.
+	if err := checkIncarnation(t.cfg.CheckIncarnation, h.from, h.incarnation); err != nil {
+		return nil, err
+	}
+	if h.stream == streamSnapshot && !p.acquireInbound() {
 		return nil, fmt.Errorf("%w: node %d already has %d snapshot streams open here", ErrSnapshotBusy, h.from, t.cfg.MaxSnapshotsPerPeer)
 	}
 	return p, nil
@@ -179,7 +185,7 @@ func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
 	if err := conn.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
 		return fmt.Errorf("set handshake deadline: %w", err)
 	}
-	h := hello{version: protoVersion, stream: stream, from: t.cfg.NodeID, to: to, cluster: t.cfg.ClusterID}
+	h := hello{version: protoVersion, stream: stream, from: t.cfg.NodeID, to: to, cluster: t.cfg.ClusterID, incarnation: t.cfg.Incarnation}
 	if _, err := conn.Write(appendHello(nil, h)); err != nil {
 		return fmt.Errorf("write hello: %w", err)
 	}
@@ -187,7 +193,7 @@ func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
 	if err != nil {
 		return err
 	}
-	if err := judgeReply(rp, to, t.cfg.ClusterID); err != nil {
+	if err := judgeReply(rp, to, t.cfg.ClusterID, t.cfg.CheckIncarnation); err != nil {
 		return err
 	}
 	return conn.SetDeadline(time.Time{})
@@ -196,7 +202,7 @@ func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
 // isRefusal tells a handshake the two nodes disagree on (a configuration
 // problem) from a network failure.
 func isRefusal(err error) bool {
-	for _, sentinel := range []error{ErrClusterID, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake} {
+	for _, sentinel := range []error{ErrClusterID, ErrIncarnation, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake} {
 		if errors.Is(err, sentinel) {
 			return true
 		}

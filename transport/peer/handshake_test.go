@@ -2,6 +2,7 @@ package peer
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -32,7 +33,15 @@ func rawDial(t *testing.T, n *node, b []byte) (reply, net.Conn) {
 // TestHandshake_AcceptorRefuses drives the accepting side with hand-made
 // hellos and checks the refusal code, the reason it sends, and its own log.
 func TestHandshake_AcceptorRefuses(t *testing.T) {
-	n1 := startNode(t, 1, func(c *Config) { c.MaxSnapshotsPerPeer = 1 })
+	n1 := startNode(t, 1, func(c *Config) {
+		c.MaxSnapshotsPerPeer = 1
+		c.CheckIncarnation = func(node uint64, inc string) error {
+			if inc == "wiped" {
+				return fmt.Errorf("node %d registered from another data directory", node)
+			}
+			return nil
+		}
+	})
 	n1.AddPeer(2, "127.0.0.1:1")
 	h := func(edit func(*hello)) []byte {
 		v := hello{version: protoVersion, stream: streamSnapshot, from: 2, to: 1, cluster: "test-cluster"}
@@ -50,13 +59,14 @@ func TestHandshake_AcceptorRefuses(t *testing.T) {
 		{"meant for another node", h(func(v *hello) { v.to = 3 }), ErrWrongNode, "dialled node 3"},
 		{"unknown node", h(func(v *hello) { v.from = 9 }), ErrUnknownPeer, "node 9 is not among"},
 		{"higher id dials raft stream", h(func(v *hello) { v.stream = streamRaft }), ErrWrongDirection, "lower id dials"},
-		{"other version", h(func(v *hello) { v.version = 2 }), ErrVersion, "version 2"},
+		{"other version", h(func(v *hello) { v.version = protoVersion + 1 }), ErrVersion, fmt.Sprintf("version %d", protoVersion+1)},
+		{"wiped data directory", h(func(v *hello) { v.incarnation = "wiped" }), ErrIncarnation, "registered from another data directory"},
 		{"not a peer", []byte("GET / HTTP/1.1\r\n\r\n"), ErrBadHandshake, "magic"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rp, conn := rawDial(t, n1, tc.hello)
-			err := judgeReply(rp, 1, "test-cluster")
+			err := judgeReply(rp, 1, "test-cluster", nil)
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.reason) {
 				t.Errorf("refused side got %v, want %v mentioning %q", err, tc.want, tc.reason)
 			}
@@ -74,11 +84,11 @@ func TestHandshake_AcceptorRefuses(t *testing.T) {
 
 	// One snapshot stream is allowed at a time; the second is refused busy.
 	rp, _ := rawDial(t, n1, h(func(*hello) {}))
-	if err := judgeReply(rp, 1, "test-cluster"); err != nil {
+	if err := judgeReply(rp, 1, "test-cluster", nil); err != nil {
 		t.Fatalf("first snapshot stream: %v", err)
 	}
 	rp, _ = rawDial(t, n1, h(func(*hello) {}))
-	if err := judgeReply(rp, 1, "test-cluster"); !errors.Is(err, ErrSnapshotBusy) {
+	if err := judgeReply(rp, 1, "test-cluster", nil); !errors.Is(err, ErrSnapshotBusy) {
 		t.Errorf("second snapshot stream: %v, want ErrSnapshotBusy", err)
 	}
 }
@@ -159,4 +169,33 @@ func dialOnce(n *node, to uint64) error {
 		conn.Close()
 	}
 	return err
+}
+
+// TestHandshake_DiallerRefusesWipedPeer: the lower id dials, so it is the
+// dialler that must notice a peer answering from a wiped data directory
+// (a new incarnation), and send it nothing.
+func TestHandshake_DiallerRefusesWipedPeer(t *testing.T) {
+	acc := startNode(t, 2, func(c *Config) {
+		c.Peers = map[uint64]string{1: "127.0.0.1:1"}
+		c.Incarnation = "new-after-wipe"
+	})
+	dialler := startNode(t, 1, func(c *Config) {
+		c.Peers = map[uint64]string{2: acc.Addr().String()}
+		c.Incarnation = "one"
+		c.CheckIncarnation = func(node uint64, inc string) error {
+			if node == 2 && inc != "two" {
+				return fmt.Errorf("node 2 registered as incarnation two, got %q", inc)
+			}
+			return nil
+		}
+	})
+	dialler.Send(2, []raftgroup.Envelope{heartbeat(1)})
+	eventually(t, "the dialler counts the refusal", func() bool { return dialler.Stats().RefusedOutbound > 0 })
+	eventually(t, "the dialler logs why", func() bool {
+		return dialler.logs.contains("node 2 registered as incarnation two", "new-after-wipe")
+	})
+	time.Sleep(50 * time.Millisecond)
+	if n := acc.recv.msgs.Load(); n != 0 {
+		t.Errorf("the wiped peer received %d messages", n)
+	}
 }

@@ -258,12 +258,12 @@ func TestHello_RejectsNonsense(t *testing.T) {
 }
 
 func TestReply_RoundTripAndJudgement(t *testing.T) {
-	ok := reply{version: protoVersion, node: 2, cluster: "c"}
+	ok := reply{version: protoVersion, node: 2, cluster: "c", incarnation: "b"}
 	got, err := readReply(bytes.NewReader(appendReply(nil, ok)))
 	if err != nil || got != ok {
 		t.Fatalf("readReply = %+v, %v", got, err)
 	}
-	if err := judgeReply(got, 2, "c"); err != nil {
+	if err := judgeReply(got, 2, "c", refuseIncarnation2); err != nil {
 		t.Errorf("judge ok reply: %v", err)
 	}
 	for _, tc := range []struct {
@@ -272,7 +272,8 @@ func TestReply_RoundTripAndJudgement(t *testing.T) {
 	}{
 		{reply{version: protoVersion, node: 3, cluster: "c"}, ErrWrongNode},
 		{reply{version: protoVersion, node: 2, cluster: "d"}, ErrClusterID},
-		{reply{version: 2, node: 2, cluster: "c"}, ErrVersion},
+		{reply{version: protoVersion + 1, node: 2, cluster: "c"}, ErrVersion},
+		{reply{version: protoVersion, node: 2, cluster: "c", incarnation: "x"}, ErrIncarnation},
 		{reply{version: protoVersion, code: refuseDuplicate, node: 2, cluster: "c", reason: "dup"}, ErrDuplicateID},
 		{reply{version: protoVersion, code: 200, node: 2, cluster: "c"}, ErrBadHandshake},
 	} {
@@ -280,7 +281,7 @@ func TestReply_RoundTripAndJudgement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := judgeReply(rp, 2, "c"); !errors.Is(err, tc.want) {
+		if err := judgeReply(rp, 2, "c", refuseIncarnation2); !errors.Is(err, tc.want) {
 			t.Errorf("judge %+v: %v, want %v", tc.rp, err, tc.want)
 		}
 	}
