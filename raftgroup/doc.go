@@ -52,14 +52,22 @@
 //     the Ready carried a snapshot (its commit index must not trail the
 //     durable snapshot); then mirror them into raft.MemoryStorage and mark
 //     our own entries appended;
-//  3. send rd.Messages (after step 2: they promise what it made durable);
+//  3. send rd.Messages (after step 2: they promise what it made durable;
+//     a leader that stays leader, with term and vote unchanged, sends
+//     before step 2 instead, as raft thesis 10.2.1 allows: its own copy
+//     counts toward a commit only at Advance, after the fsync);
 //     MsgSnap goes to Transport.SendSnapshot with StateMachine.SnapshotBody,
 //     and its outcome returns through ReportSnapshot;
 //  4. restore rd.Snapshot into the StateMachine, apply rd.CommittedEntries,
-//     resolve ReadIndex requests, and take a snapshot every SnapshotEntries
-//     applied entries (StateMachine.Snapshot, then MemoryStorage compaction
-//     keeping SnapshotCatchUpEntries, then Storage.Release, which unlocks
-//     and deletes old WAL segments and snapshot files);
+//     resolve ReadIndex requests, and start a snapshot every SnapshotEntries
+//     applied entries or SnapshotBytes applied bytes (snapshot.go): the
+//     state is captured here, and a background goroutine makes it durable
+//     (BackgroundSnapshotter's persist), records it (MemoryStorage
+//     snapshot, Storage.SaveSnapshot), compacts MemoryStorage keeping
+//     about SnapshotCatchUpBytes, and calls Storage.Release, which unlocks
+//     and deletes old WAL segments and snapshot files. One runs at a time;
+//     installing a leader's snapshot and closing wait for it; manual mode
+//     runs it inline;
 //  5. Advance.
 //
 // Any error from storage or the state machine halts the group on the spot
@@ -84,7 +92,9 @@
 // Each group has one owner: its goroutine (Group.run) or, in manual mode,
 // the caller of Host.Process. Only the owner touches the RawNode, the
 // MemoryStorage, the Storage, the StateMachine's Apply/Snapshot/Restore and
-// the waiter registry. Other goroutines queue work in the group's inbox
+// the waiter registry, with one exception: a background snapshot calls
+// the MemoryStorage and the Storage's SaveSnapshot and Release (all of
+// which lock) and the state machine's persist function. Other goroutines queue work in the group's inbox
 // (bounded: MaxQueuedProposals proposals, MaxInboundMessages messages; a
 // full message queue drops, raft retransmits) and read the Status, which
 // the owner publishes atomically after every turn. The Host runs a ticker
