@@ -32,6 +32,7 @@ func TestE2E_Groups(t *testing.T) {
 	t.Run("MixedClientsSharePartitions", func(t *testing.T) { grpMixedClients(t, c) })
 	t.Run("CLI", func(t *testing.T) { grpCLIChecks(t, c) })
 	t.Run("ConsumerKill", func(t *testing.T) { grpConsumerKill(t, c) })
+	t.Run("StaticMemberRestart", func(t *testing.T) { grpStaticRestart(t, c) })
 	t.Run("CoordinatorKill", func(t *testing.T) { grpCoordinatorKill(t, c) })
 }
 
@@ -271,6 +272,8 @@ type grpChildSpec struct {
 	Topic     string   `json:"topic"`
 	ClientID  string   `json:"client_id"`
 	SessionMs int      `json:"session_ms"`
+	// InstanceID, if set, makes the consumer a static member.
+	InstanceID string `json:"instance_id,omitempty"`
 }
 
 // init runs a re-executed test binary as a consumer process before
@@ -298,10 +301,14 @@ func grpConsumerChild(specJSON string) int {
 		out.Flush()
 		mu.Unlock()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(spec.Brokers...), kgo.ClientID(spec.ClientID), kgo.ConsumerGroup(spec.Group),
+	opts := []kgo.Opt{kgo.SeedBrokers(spec.Brokers...), kgo.ClientID(spec.ClientID), kgo.ConsumerGroup(spec.Group),
 		kgo.ConsumeTopics(spec.Topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.SessionTimeout(time.Duration(spec.SessionMs)*time.Millisecond), kgo.HeartbeatInterval(300*time.Millisecond),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { say("assigned %v", m[spec.Topic]) }))
+		kgo.SessionTimeout(time.Duration(spec.SessionMs) * time.Millisecond), kgo.HeartbeatInterval(300 * time.Millisecond),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { say("assigned %v", m[spec.Topic]) })}
+	if spec.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(spec.InstanceID))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -463,4 +470,90 @@ func grpCoordinatorOf(ctx context.Context, cl *kgo.Client, group string) (int, e
 		return 0, fmt.Errorf("find coordinator: %+v", resp.Coordinators)
 	}
 	return int(resp.Coordinators[0].NodeID), nil
+}
+
+// grpStaticRestart kills a static member (group.instance.id) with SIGKILL
+// and starts a new process with the same instance id at once. With a 30 s
+// session timeout a dynamic member's partitions would stay with the dead
+// member until it timed out; the static one is replaced on its rejoin
+// (KIP-345): the same instances own the same partitions, the other
+// members keep their member ids, and the new process consumes its
+// instance's partitions well inside the session timeout.
+func grpStaticRestart(t *testing.T, c *chaos.Cluster) {
+	const topic, group, parts = "grp-static", "static", 6
+	grpCreateTopic(t, c, topic, parts)
+	spec := func(i int) grpChildSpec {
+		return grpChildSpec{Brokers: seeds(c), Group: group, Topic: topic, ClientID: fmt.Sprintf("static-%d", i),
+			SessionMs: 30000, InstanceID: fmt.Sprintf("inst-%d", i)}
+	}
+	kids := []*grpChild{grpStartChild(t, c, spec(0)), grpStartChild(t, c, spec(1)), grpStartChild(t, c, spec(2))}
+	adm := kadm.NewClient(e2eClient(t, c))
+	byInstance := func(dg kadm.DescribedGroup) (map[int32]string, map[string]string) {
+		ids, owners := map[string]string{}, map[int32]string{}
+		for _, m := range dg.Members {
+			if m.InstanceID != nil {
+				ids[m.MemberID] = *m.InstanceID
+			}
+		}
+		for p, id := range grpOwners(dg, topic) {
+			owners[p] = ids[id]
+		}
+		memberOf := map[string]string{}
+		for id, inst := range ids {
+			memberOf[inst] = id
+		}
+		return owners, memberOf
+	}
+	var before map[int32]string
+	var membersBefore map[string]string
+	waitFor(t, 60*time.Second, "3 static members with 2 partitions each", func(ctx context.Context) bool {
+		dg, ok := grpDescribe(ctx, adm, group)
+		if !ok || dg.State != "Stable" || len(dg.Members) != 3 {
+			return false
+		}
+		before, membersBefore = byInstance(dg)
+		count := map[string]int{}
+		for _, inst := range before {
+			count[inst]++
+		}
+		return len(before) == parts && count["inst-0"] == 2 && count["inst-1"] == 2 && count["inst-2"] == 2
+	})
+	kids[0].kill()
+	restarted := time.Now()
+	kids[0] = grpStartChild(t, c, spec(0))
+	grpProduce(t, c, topic, parts, 3, "static")
+	ends := grpEnds(t, c, topic)
+	var mine []int32
+	for p, inst := range before {
+		if inst == "inst-0" {
+			mine = append(mine, p)
+		}
+	}
+	waitFor(t, 20*time.Second, "the restarted instance consumes its partitions", func(context.Context) bool {
+		for _, p := range mine {
+			if !kids[0].has(p, ends[p]-1) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("static member back on its partitions %s after restart (session timeout 30s)", time.Since(restarted).Round(time.Millisecond))
+	dg, ok := grpDescribe(grpCtx(t, 10*time.Second), adm, group)
+	if !ok || len(dg.Members) != 3 {
+		t.Fatalf("group after the restart: %+v", dg)
+	}
+	after, membersAfter := byInstance(dg)
+	for p, inst := range before {
+		if after[p] != inst {
+			t.Errorf("partition %d moved from %s to %s", p, inst, after[p])
+		}
+	}
+	for _, inst := range []string{"inst-1", "inst-2"} {
+		if membersAfter[inst] != membersBefore[inst] {
+			t.Errorf("%s changed member id %s -> %s: it was rebalanced", inst, membersBefore[inst], membersAfter[inst])
+		}
+	}
+	if membersAfter["inst-0"] == membersBefore["inst-0"] {
+		t.Errorf("the restarted instance kept the dead process's member id %s", membersBefore["inst-0"])
+	}
 }
