@@ -446,15 +446,20 @@ func grpConsumerKill(t *testing.T, c *chaos.Cluster) {
 	})
 }
 
-// grpEnds lists each partition's end offset.
+// grpEnds lists each partition's end offset (retrying through leader
+// elections, as endOffset does).
 func grpEnds(t *testing.T, c *chaos.Cluster, topic string) map[int32]int64 {
 	t.Helper()
-	ends, err := kadm.NewClient(e2eClient(t, c)).ListEndOffsets(grpCtx(t, 30*time.Second), topic)
+	ctx := grpCtx(t, 30*time.Second)
+	cl := e2eClient(t, c)
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	for _, p := range topics[topic].Partitions.Numbers() {
+		out[p] = endOffset(ctx, t, cl, topic, p).Offset
+	}
 	return out
 }
 

@@ -75,14 +75,7 @@ func readPartition(t *testing.T, c *chaos.Cluster, topic string, p int32) (value
 	defer cancel()
 	cl := e2eClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(0)}}),
 		kgo.FetchMaxWait(200*time.Millisecond))
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("list end offsets of %s: %v", topic, err)
-	}
-	end, ok := ends.Lookup(topic, p)
-	if !ok || end.Err != nil {
-		t.Fatalf("end offset of %s-%d: %v", topic, p, end.Err)
-	}
+	end := endOffset(ctx, t, cl, topic, p)
 	next := int64(0)
 	for next < end.Offset {
 		fs := cl.PollFetches(ctx)
@@ -100,6 +93,30 @@ func readPartition(t *testing.T, c *chaos.Cluster, topic string, p int32) (value
 		})
 	}
 	return values, offsets
+}
+
+// endOffset lists topic-p's end offset, retrying until ctx ends: a leader
+// election (a restarted preferred replica taking its leadership back, say)
+// answers LEADER_NOT_AVAILABLE or NOT_LEADER_OR_FOLLOWER for a moment, and
+// kadm reports those as shard errors without retrying.
+func endOffset(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, p int32) kadm.ListedOffset {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			end, ok := ends.Lookup(topic, p)
+			if ok && end.Err == nil {
+				return end
+			}
+			err = end.Err
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("end offset of %s-%d: %v", topic, p, err)
+		}
+		t.Logf("end offset of %s-%d: %v; retrying", topic, p, err)
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // checkLog checks one partition's log against what a producer sent to it
