@@ -30,19 +30,7 @@ func testDuplicateNodeID(t *testing.T, bi *badInput) {
 	c := bi.c
 	termsBefore := groupTerms(t, c)
 	imp := startImpostor(t, c, dup)
-	refusal := []byte("duplicate node id")
-
-	// Node 3 is the one the impostor dials (the lower id dials). It must
-	// refuse, and log why.
-	waitFor(t, 30*time.Second, "node 3 to refuse the impostor", func(context.Context) bool {
-		n, _ := c.Node(3)
-		b, _ := os.ReadFile(n.LogPath)
-		return bytes.Contains(b, refusal) && bytes.Contains(b, []byte("claimed_node="+fmt.Sprint(dup)))
-	})
-	// The impostor learns it too.
-	waitFor(t, 30*time.Second, "the impostor to log its refusal", func(context.Context) bool {
-		return bytes.Contains(imp.log(), refusal)
-	})
+	waitRefused(t, c, imp, dup, "duplicate node id")
 	// Meanwhile the cluster serves: bi.stillServes runs after this case.
 	// It must not have lost or replaced the real node 2 anywhere: every
 	// node still sees three live brokers, node 2 still at its own address.
@@ -89,20 +77,28 @@ func testWipedNodeRejoins(t *testing.T, bi *badInput) {
 		t.Fatal(err)
 	}
 	imp := startImpostor(t, c, wiped)
-	refusal := []byte("registered from data directory incarnation")
-	waitFor(t, 30*time.Second, "node 3 to refuse the wiped node", func(context.Context) bool {
-		n, _ := c.Node(3)
-		b, _ := os.ReadFile(n.LogPath)
-		return bytes.Contains(b, refusal) && bytes.Contains(b, []byte("claimed_node="+fmt.Sprint(wiped)))
-	})
-	waitFor(t, 30*time.Second, "the wiped node to log its refusal", func(context.Context) bool {
-		return bytes.Contains(imp.log(), refusal)
-	})
+	waitRefused(t, c, imp, wiped, "registered from data directory incarnation")
 	imp.stop(t)
 	if err := c.Start(ctx, wiped); err != nil {
 		t.Fatal(err)
 	}
 	waitAllRegistered(t, c)
+}
+
+// waitRefused waits until node 3, which the impostor dials (the lower id
+// dials), has refused it for reason and logged why, and the impostor has
+// learnt it too.
+func waitRefused(t *testing.T, c *chaos.Cluster, imp *impostor, claimed int, reason string) {
+	t.Helper()
+	refusal := []byte(reason)
+	waitFor(t, 30*time.Second, "node 3 to refuse the impostor", func(context.Context) bool {
+		n, _ := c.Node(3)
+		b, _ := os.ReadFile(n.LogPath)
+		return bytes.Contains(b, refusal) && bytes.Contains(b, []byte("claimed_node="+fmt.Sprint(claimed)))
+	})
+	waitFor(t, 30*time.Second, "the impostor to log its refusal", func(context.Context) bool {
+		return bytes.Contains(imp.log(), refusal)
+	})
 }
 
 // groupTerms maps "node/group" to its raft term, over every node.
