@@ -183,7 +183,7 @@
 // Targets: 100 B from 64 proposers reaches 212k-393k proposals/s (target
 // 200k) once the proposers pipeline. 64 KiB entries commit 171-203 MB/s at
 // depth 32, at or above the three-writer disk ceiling measured beside them;
-// 200 MB/s was reached in one run of four, so the target holds only when
+// 200 MB/s was reached in 2 of 12 runs that day, so the target holds only when
 // the disk does. Until 2026-11-30 the transport grew one buffer per burst
 // of MsgApps with protobuf's exact-size reallocation, and 64 KiB runs were
 // CPU-bound at 114-119 MB/s; see transport/peer. With 64 groups each group
