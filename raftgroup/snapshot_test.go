@@ -1,6 +1,10 @@
 package raftgroup
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -57,4 +61,45 @@ func TestCluster_SnapshotPersistsInBackground(t *testing.T) {
 	})
 	c.propose(l, "after") // and it still takes snapshots after the first
 	eventually(t, "a second snapshot", func() bool { return sms[l.node].persisted.Load() >= 2 })
+}
+
+// failingPersistSM cannot make its snapshots durable.
+type failingPersistSM struct{ *kvSM }
+
+func (s failingPersistSM) PrepareSnapshot() ([]byte, func() error, error) {
+	data, err := s.Snapshot()
+	return data, func() error { return errors.New("disk on fire") }, err
+}
+
+// TestCluster_FailedBackgroundSnapshotHalts: a persist error is as fatal as
+// any other storage error, though it happens off the group's goroutine.
+func TestCluster_FailedBackgroundSnapshotHalts(t *testing.T) {
+	c := newCluster(t, 1, nil, func(cfg *Config) { cfg.SnapshotEntries = 3 })
+	g, err := c.host(1).CreateGroup(GroupConfig{ID: 1, Peers: []uint64{1}, StateMachine: failingPersistSM{newKVSM()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.leader(1)
+	for i := range 5 { // the halt may come before all of them commit
+		if p, err := l.Propose(context.Background(), []byte(fmt.Sprint("x", i))); err == nil {
+			_, _ = p.Wait(context.Background())
+		}
+	}
+	eventually(t, "the node's fatal handler called", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, err := range c.fatals {
+			var fe *FatalError
+			if errors.As(err, &fe) && fe.Op == "snapshot" && strings.Contains(err.Error(), "disk on fire") {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := g.Propose(context.Background(), []byte("after")); !errors.Is(err, ErrStopped) {
+		t.Errorf("Propose after the failed snapshot: %v, want ErrStopped", err)
+	}
+	if snap, _ := g.mem.Snapshot(); snap.GetMetadata().GetIndex() != 0 {
+		t.Errorf("a snapshot at %d was recorded though its state was not persisted", snap.GetMetadata().GetIndex())
+	}
 }
