@@ -87,21 +87,14 @@ func (n *Node) stateMachineFor(r *replica) (raftgroup.StateMachine, error) {
 // when this node leads the partition, ticked while active, deactivated
 // when leadership is lost.
 func (n *Node) groupsLoop(ctx context.Context) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			n.deactivateCoordinators()
-			return
-		}
+	defer n.deactivateCoordinators()
+	every(ctx, 100*time.Millisecond, func() {
 		for _, r := range n.replicaList() {
 			if r.offsets != nil {
 				n.driveCoordinator(ctx, r)
 			}
 		}
-	}
+	})
 }
 
 func (n *Node) deactivateCoordinators() {

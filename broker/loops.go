@@ -39,15 +39,20 @@ func (n *Node) registerLoop(ctx context.Context) {
 // hintLoop reports partitions this node leads to the metadata group, so
 // that every node's Metadata answers name the leader.
 func (n *Node) hintLoop(ctx context.Context) {
-	tick := time.NewTicker(100 * time.Millisecond)
+	every(ctx, 100*time.Millisecond, func() { n.reportLeadership(ctx) })
+}
+
+// every calls fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	tick := time.NewTicker(d)
 	defer tick.Stop()
 	for {
 		select {
 		case <-tick.C:
+			fn()
 		case <-ctx.Done():
 			return
 		}
-		n.reportLeadership(ctx)
 	}
 }
 
@@ -84,22 +89,15 @@ func (n *Node) reportLeadership(ctx context.Context) {
 // nodes beyond the voters as learners of group 0 and marks brokers alive
 // or dead by whether this node hears from them.
 func (n *Node) metadataLeaderLoop(ctx context.Context) {
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
 	lastHeard := map[uint64]time.Time{}
-	for {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return
-		}
+	every(ctx, 250*time.Millisecond, func() {
 		if !n.group.Status().IsLeader() {
 			clear(lastHeard)
-			continue
+			return
 		}
 		n.addLearners(ctx)
 		n.updateLiveness(ctx, lastHeard)
-	}
+	})
 }
 
 func (n *Node) addLearners(ctx context.Context) {
@@ -151,50 +149,37 @@ func (n *Node) updateLiveness(ctx context.Context, lastHeard map[uint64]time.Tim
 // placement) when that replica is alive, so that produce load spreads over
 // the nodes after failovers, as Kafka's automatic leader rebalance does.
 func (n *Node) leaderBalanceLoop(ctx context.Context) {
-	if n.cfg.LeaderBalanceInterval <= 0 {
-		return
+	if n.cfg.LeaderBalanceInterval > 0 {
+		every(ctx, n.cfg.LeaderBalanceInterval, func() { n.balanceLeaders(ctx) })
 	}
-	tick := time.NewTicker(n.cfg.LeaderBalanceInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return
+}
+
+func (n *Node) balanceLeaders(ctx context.Context) {
+	st := n.meta.View()
+	for _, r := range n.replicaList() {
+		ref, ok := st.PartitionByGroup(r.gid)
+		if !ok || !r.group.Status().IsLeader() {
+			continue
 		}
-		st := n.meta.View()
-		for _, r := range n.replicaList() {
-			ref, ok := st.PartitionByGroup(r.gid)
-			if !ok || !r.group.Status().IsLeader() {
-				continue
-			}
-			preferred := ref.Partition.Replicas[0]
-			if b, alive := st.Brokers[preferred]; preferred == n.cfg.NodeID || !alive || !b.Alive {
-				continue
-			}
-			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err := r.group.TransferLeadership(tctx, preferred)
-			cancel()
-			n.log.Info("leader balance", "topic", r.topic, "partition", r.index, "to", preferred, "err", err)
+		preferred := ref.Partition.Replicas[0]
+		if b, alive := st.Brokers[preferred]; preferred == n.cfg.NodeID || !alive || !b.Alive {
+			continue
 		}
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := r.group.TransferLeadership(tctx, preferred)
+		cancel()
+		n.log.Info("leader balance", "topic", r.topic, "partition", r.index, "to", preferred, "err", err)
 	}
 }
 
 // retentionLoop has each partition leader apply retention: it proposes
 // the new log start, which every replica applies.
 func (n *Node) retentionLoop(ctx context.Context) {
-	tick := time.NewTicker(n.cfg.RetentionCheckInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return
-		}
+	every(ctx, n.cfg.RetentionCheckInterval, func() {
 		for _, r := range n.replicaList() {
 			n.applyRetention(ctx, r)
 		}
-	}
+	})
 }
 
 func (n *Node) applyRetention(ctx context.Context, r *replica) {

@@ -85,50 +85,32 @@ func TestLog_DiskFullIsStickyAndLeavesTheLogReadable(t *testing.T) {
 	mustAppend(t, l, uniformBatch(t, 1, 1, 0), 0)
 }
 
+// A failed fsync is sticky for Sync and for SyncData alike. SyncData marks
+// files clean before it fsyncs them, so without that a later call would
+// find nothing dirty and report the lost bytes durable.
 func TestLog_FailedSyncIsSticky(t *testing.T) {
-	fsys := newFaultFS()
-	cfg := testConfig()
-	cfg.FS = fsys
-	l := openLog(t, t.TempDir(), cfg)
-	mustAppend(t, l, uniformBatch(t, 1, 10, 0), 0)
-	fsys.setSync(func(string) error { return syscall.EIO })
-	if err := l.Sync(); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrFailed) {
-		t.Fatalf("Sync = %v, want EIO wrapped in ErrFailed", err)
-	}
-	fsys.setSync(nil)
-	if err := l.Sync(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("second Sync = %v: a failed fsync must not be retried into success", err)
-	}
-	if _, _, err := l.Append(uniformBatch(t, 1, 10, 0), 0); !errors.Is(err, ErrFailed) {
-		t.Fatalf("Append after failed sync = %v", err)
-	}
-	if _, err := l.Read(0, 100, 1); err != nil {
-		t.Fatalf("Read after failed sync: %v", err)
-	}
-}
-
-// SyncData marks files clean before it fsyncs them, so its failure must be
-// as sticky as Sync's: otherwise a later SyncData would find nothing dirty
-// and report the lost bytes durable.
-func TestLog_FailedSyncDataIsSticky(t *testing.T) {
-	fsys := newFaultFS()
-	cfg := testConfig()
-	cfg.FS = fsys
-	l := openLog(t, t.TempDir(), cfg)
-	mustAppend(t, l, uniformBatch(t, 1, 10, 0), 0)
-	fsys.setSync(func(string) error { return syscall.EIO })
-	if err := l.SyncData(); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrFailed) {
-		t.Fatalf("SyncData = %v, want EIO wrapped in ErrFailed", err)
-	}
-	fsys.setSync(nil)
-	if err := l.SyncData(); !errors.Is(err, ErrFailed) {
-		t.Fatalf("second SyncData = %v: a failed fsync must not be retried into success", err)
-	}
-	if _, _, err := l.Append(uniformBatch(t, 1, 10, 0), 0); !errors.Is(err, ErrFailed) {
-		t.Fatalf("Append after failed SyncData = %v", err)
-	}
-	if _, err := l.Read(0, 100, 1); err != nil {
-		t.Fatalf("Read after failed SyncData: %v", err)
+	for name, sync := range map[string]func(*Log) error{"Sync": (*Log).Sync, "SyncData": (*Log).SyncData} {
+		t.Run(name, func(t *testing.T) {
+			fsys := newFaultFS()
+			cfg := testConfig()
+			cfg.FS = fsys
+			l := openLog(t, t.TempDir(), cfg)
+			mustAppend(t, l, uniformBatch(t, 1, 10, 0), 0)
+			fsys.setSync(func(string) error { return syscall.EIO })
+			if err := sync(l); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrFailed) {
+				t.Fatalf("%s = %v, want EIO wrapped in ErrFailed", name, err)
+			}
+			fsys.setSync(nil)
+			if err := sync(l); !errors.Is(err, ErrFailed) {
+				t.Fatalf("second %s = %v: a failed fsync must not be retried into success", name, err)
+			}
+			if _, _, err := l.Append(uniformBatch(t, 1, 10, 0), 0); !errors.Is(err, ErrFailed) {
+				t.Fatalf("Append after failed %s = %v", name, err)
+			}
+			if _, err := l.Read(0, 100, 1); err != nil {
+				t.Fatalf("Read after failed %s: %v", name, err)
+			}
+		})
 	}
 }
 
