@@ -38,8 +38,14 @@ type encodeStats struct {
 // A message that can not be encoded, or alone exceeds max, is dropped and
 // counted; raft retransmits what matters.
 func appendBatch(dst []byte, batch []raftgroup.Envelope, max int) ([]byte, encodeStats) {
-	var st encodeStats
 	sizes, total := sizeBatch(batch)
+	return appendSized(dst, batch, sizes, total, max)
+}
+
+// appendSized is appendBatch with each message's size (and the envelopes'
+// total) already known, as sizeBatch computes them.
+func appendSized(dst []byte, batch []raftgroup.Envelope, sizes []int, total, max int) ([]byte, encodeStats) {
+	var st encodeStats
 	// One growth for the whole batch: protobuf's MarshalAppend would
 	// otherwise reallocate to the exact size for every message that does
 	// not fit, copying everything encoded so far each time.
@@ -84,14 +90,21 @@ func appendBatch(dst []byte, batch []raftgroup.Envelope, max int) ([]byte, encod
 // for the marshal that follows) and the bytes all envelopes take.
 func sizeBatch(batch []raftgroup.Envelope) ([]int, int) {
 	sizes := make([]int, len(batch))
-	total := 0
 	for i := range batch {
 		if m := batch[i].Msg; m != nil {
 			sizes[i] = proto.Size(m)
-			total += 2*binary.MaxVarintLen64 + sizes[i]
 		}
 	}
-	return sizes, total
+	return sizes, envelopeBytes(sizes)
+}
+
+// envelopeBytes bounds the bytes envelopes of these message sizes take.
+func envelopeBytes(sizes []int) int {
+	total := 0
+	for _, n := range sizes {
+		total += 2*binary.MaxVarintLen64 + n
+	}
+	return total
 }
 
 func (st *encodeStats) drop(err error) {

@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -123,10 +121,11 @@ func (s *session) writeBurst(batch []raftgroup.Envelope) error {
 	limit := s.p.t.cfg.WriteBufferBytes
 	buf := s.buf[:0]
 	for {
+		sizes, _ := sizeBatch(batch)
 		for len(batch) > 0 {
-			n := prefixUnder(batch, limit-len(buf))
-			buf = s.encode(buf, batch[:n], s.p.t.cfg.MaxFrameBytes)
-			batch = batch[n:]
+			n := prefixUnder(sizes, limit-len(buf))
+			buf = s.encode(buf, batch[:n], sizes[:n])
+			batch, sizes = batch[n:], sizes[n:]
 			if len(buf) >= limit {
 				if err := s.write(buf); err != nil {
 					return err
@@ -143,23 +142,21 @@ func (s *session) writeBurst(batch []raftgroup.Envelope) error {
 	}
 }
 
-// prefixUnder returns how many of batch's first envelopes fit in room
-// bytes of encoded messages, and at least one.
-func prefixUnder(batch []raftgroup.Envelope, room int) int {
+// prefixUnder returns how many of the first messages, of these sizes, fit
+// in room bytes, and at least one.
+func prefixUnder(sizes []int, room int) int {
 	used := 0
-	for i := range batch {
-		if m := batch[i].Msg; m != nil {
-			used += proto.Size(m)
-		}
+	for i, n := range sizes {
+		used += n
 		if used >= room {
 			return max(i, 1)
 		}
 	}
-	return len(batch)
+	return len(sizes)
 }
 
-func (s *session) encode(dst []byte, batch []raftgroup.Envelope, max int) []byte {
-	dst, st := appendBatch(dst, batch, max)
+func (s *session) encode(dst []byte, batch []raftgroup.Envelope, sizes []int) []byte {
+	dst, st := appendSized(dst, batch, sizes, envelopeBytes(sizes), s.p.t.cfg.MaxFrameBytes)
 	p := s.p
 	p.stats.batchesSent.Add(1)
 	p.t.stats.batchesSent.Add(1)
