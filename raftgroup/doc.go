@@ -162,7 +162,7 @@
 //
 //	size  groups proposers depth  proposals/s      MB/s      fsyncs/s
 //	100   1      64        1          17,314-18,218   1.7-1.8  3,018-3,054
-//	100   1      64        16        212,086-233,586 21-23    2,288-2,600
+//	100   1      64        16        175,934-248,633 18-25    2,288-2,600
 //	100   1      64        64        379,253-392,792 38-39      958-1,029
 //	100   64     64        1           1,813-2,707    0.2-0.3  4,034-5,441
 //	100   64     64        16          5,227-8,822    0.5-0.9  2,352-3,897
@@ -180,7 +180,8 @@
 // coalesced into entries of up to 64 KiB, which is why entries/fsync stays
 // near 1 while proposals/fsync grows with the load.
 //
-// Targets: 100 B from 64 proposers reaches 212k-393k proposals/s (target
+// Targets: 100 B from 64 proposers reaches 176k-249k proposals/s at depth
+// 16 and 379k-393k at depth 64 (target
 // 200k) once the proposers pipeline. 64 KiB entries commit 171-203 MB/s at
 // depth 32, at or above the three-writer disk ceiling measured beside them;
 // 200 MB/s was reached in 2 of 12 runs that day, so the target holds only when
