@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftq/raftq/broker"
 	"github.com/raftq/raftq/chaos"
 )
 
@@ -36,13 +37,7 @@ func testDuplicateNodeID(t *testing.T, bi *badInput) {
 	// node still sees three live brokers, node 2 still at its own address.
 	waitAllRegistered(t, c)
 	real2, _ := c.Node(dup)
-	for _, id := range c.NodeIDs() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s, err := nodeStatus(ctx, c, id)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for id, s := range statuses(t, c) {
 		for _, b := range s.Brokers {
 			if b.ID == dup && b.KafkaAddr != real2.KafkaAddr() {
 				t.Errorf("node %d has broker %d at %s, want %s: the impostor registered", id, dup, b.KafkaAddr, real2.KafkaAddr())
@@ -101,10 +96,10 @@ func waitRefused(t *testing.T, c *chaos.Cluster, imp *impostor, claimed int, rea
 	})
 }
 
-// groupTerms maps "node/group" to its raft term, over every node.
-func groupTerms(t *testing.T, c *chaos.Cluster) map[string]uint64 {
+// statuses reads every node's /v1/status.
+func statuses(t *testing.T, c *chaos.Cluster) map[int]broker.Status {
 	t.Helper()
-	out := map[string]uint64{}
+	out := map[int]broker.Status{}
 	for _, id := range c.NodeIDs() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		s, err := nodeStatus(ctx, c, id)
@@ -112,6 +107,16 @@ func groupTerms(t *testing.T, c *chaos.Cluster) map[string]uint64 {
 		if err != nil {
 			t.Fatal(err)
 		}
+		out[id] = s
+	}
+	return out
+}
+
+// groupTerms maps "node/group" to its raft term, over every node.
+func groupTerms(t *testing.T, c *chaos.Cluster) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for id, s := range statuses(t, c) {
 		out[fmt.Sprintf("%d/0", id)] = s.Metadata.Term
 		for _, p := range s.Partitions {
 			out[fmt.Sprintf("%d/%d", id, p.Group)] = p.Term

@@ -296,19 +296,13 @@ func allAcked(values []string) map[string]bool {
 
 // metadataLeader asks node id for topic-p's leader and leader epoch.
 func metadataLeader(ctx context.Context, b *kgo.Broker, topic string, p int32) (leader, epoch int32, err error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := b.Request(ctx, req)
+	mt, err := topicMetadata(ctx, b, topic)
 	if err != nil {
 		return -1, -1, err
 	}
-	for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
-		for _, mp := range mt.Partitions {
-			if mp.Partition == p {
-				return mp.Leader, mp.LeaderEpoch, nil
-			}
+	for _, mp := range mt.Partitions {
+		if mp.Partition == p {
+			return mp.Leader, mp.LeaderEpoch, nil
 		}
 	}
 	return -1, -1, fmt.Errorf("no metadata for %s-%d", topic, p)
