@@ -41,6 +41,9 @@ type Config struct {
 
 	// Fsync is the WAL fsync policy.
 	Fsync raftgroup.FsyncPolicy
+	// SharedWAL puts the raft log of every group on the node in one etcd
+	// WAL (raftgroup.Config.SharedWAL).
+	SharedWAL bool
 	// WALSegmentBytes is the preallocated size of each etcd WAL file.
 	WALSegmentBytes int64
 	// TickInterval, ElectionTicks and HeartbeatTicks set raft's clocks.
@@ -104,6 +107,7 @@ func DefaultConfig() Config {
 		AdminAddr:                "127.0.0.1:9644",
 		InitialCluster:           map[uint64]string{1: "127.0.0.1:9093"},
 		Fsync:                    raftgroup.FsyncAlways,
+		SharedWAL:                true,
 		WALSegmentBytes:          4 << 20,
 		TickInterval:             100 * time.Millisecond,
 		ElectionTicks:            10,

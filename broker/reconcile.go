@@ -90,7 +90,9 @@ func (n *Node) sweepOrphans(s *coordinator.State, want map[uint64]coordinator.Pa
 	for _, e := range rafts {
 		gid, err := strconv.ParseUint(e.Name(), 10, 64)
 		if err == nil && orphan(gid) && n.host.Group(gid) == nil {
-			_ = os.RemoveAll(filepath.Join(n.cfg.DataDir, "raft", e.Name()))
+			if err := n.host.DropGroupData(gid); err != nil {
+				n.log.Warn("removing raft data of a deleted partition", "group", gid, "err", err)
+			}
 		}
 	}
 }

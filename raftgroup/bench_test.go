@@ -51,7 +51,7 @@ func (c *benchCluster) close() {
 
 // newBenchCluster starts 3 hosts with real WALs (fsync always) under
 // dir, connected over loopback TCP (transport/peer) or the in-memory fake.
-func newBenchCluster(b *testing.B, dir string, tcp bool, groups int) *benchCluster {
+func newBenchCluster(b *testing.B, dir string, tcp, shared bool, groups int) *benchCluster {
 	b.Helper()
 	c := &benchCluster{}
 	var mem *raftgroup.MemNet
@@ -66,6 +66,7 @@ func newBenchCluster(b *testing.B, dir string, tcp bool, groups int) *benchClust
 		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", id))
 		cfg.SnapshotEntries = 1 << 40 // measure the log path, not snapshots
 		cfg.Fatal = func(err error) { panic(err) }
+		cfg.SharedWAL = shared
 		var receiverStart func(raftgroup.Receiver) error
 		if tcp {
 			pc := peer.DefaultConfig()
@@ -132,6 +133,7 @@ func (c *benchCluster) metrics() (m raftgroup.Metrics) {
 	for _, h := range c.hosts {
 		x := h.Metrics()
 		m.Syncs += x.Syncs
+		m.WALFsyncs += x.WALFsyncs
 		m.Proposals += x.Proposals
 		m.ProposalBatches += x.ProposalBatches
 		m.EntriesAppended += x.EntriesAppended
@@ -155,19 +157,22 @@ func BenchmarkPropose(b *testing.B) {
 	// three. 256 KiB per fsync is about what the 64 KiB runs write per WAL
 	// save.
 	b.Run("baseline=fsync-x3/size=262144", func(b *testing.B) { benchFsyncReplicas(b, 256<<10, 3) })
-	for _, tr := range []string{"mem", "tcp"} {
+	for _, run := range []struct{ transport, wal string }{{"mem", "group"}, {"tcp", "group"}, {"tcp", "shared"}} {
 		for _, c := range []struct{ size, groups, proposers, depth int }{
 			{100, 1, 64, 1}, {100, 64, 64, 1}, {100, 1, 64, 16}, {100, 1, 64, 64}, {100, 64, 64, 16},
 			{64 << 10, 1, 16, 1}, {64 << 10, 1, 16, 8}, {64 << 10, 1, 16, 32}, {64 << 10, 64, 64, 1},
 		} {
-			name := fmt.Sprintf("transport=%s/size=%d/groups=%d/proposers=%d/depth=%d", tr, c.size, c.groups, c.proposers, c.depth)
-			b.Run(name, func(b *testing.B) { benchPropose(b, tr == "tcp", c.size, c.groups, c.proposers, c.depth) })
+			name := fmt.Sprintf("transport=%s/wal=%s/size=%d/groups=%d/proposers=%d/depth=%d",
+				run.transport, run.wal, c.size, c.groups, c.proposers, c.depth)
+			b.Run(name, func(b *testing.B) {
+				benchPropose(b, run.transport == "tcp", run.wal == "shared", c.size, c.groups, c.proposers, c.depth)
+			})
 		}
 	}
 }
 
-func benchPropose(b *testing.B, tcp bool, size, groups, proposers, depth int) {
-	c := newBenchCluster(b, b.TempDir(), tcp, groups)
+func benchPropose(b *testing.B, tcp, shared bool, size, groups, proposers, depth int) {
+	c := newBenchCluster(b, b.TempDir(), tcp, shared, groups)
 	defer c.close()
 	leaders := make([]atomic.Pointer[raftgroup.Group], groups)
 	for gi := range groups {
@@ -219,7 +224,7 @@ func benchPropose(b *testing.B, tcp bool, size, groups, proposers, depth int) {
 	elapsed := time.Since(start).Seconds()
 	b.StopTimer()
 	after := c.metrics()
-	syncs := after.Syncs - before.Syncs
+	syncs := after.WALFsyncs - before.WALFsyncs
 	batches := after.ProposalBatches - before.ProposalBatches
 	b.ReportMetric(float64(b.N)/elapsed, "proposals/s")
 	b.ReportMetric(float64(b.N)*float64(size)/elapsed/1e6, "MB/s-committed")

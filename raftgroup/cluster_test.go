@@ -82,6 +82,7 @@ func (c *cluster) config(id uint64) Config {
 		c.fatals = append(c.fatals, err)
 		c.mu.Unlock()
 	}
+	cfg.SharedWAL = testSharedWAL
 	if c.mod != nil {
 		c.mod(&cfg)
 	}
@@ -93,6 +94,9 @@ func (c *cluster) start(id uint64) *Host {
 	h, err := NewHost(c.config(id))
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	if testSharedWAL && h.nodeLog == nil && h.cfg.NewStorage == nil {
+		c.t.Fatal("SharedWAL run without a node wal")
 	}
 	c.mu.Lock()
 	c.hosts[id] = h

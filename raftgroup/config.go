@@ -77,6 +77,12 @@ type Config struct {
 
 	// Fsync is the WAL fsync policy of the default disk storage.
 	Fsync FsyncPolicy
+	// SharedWAL writes the log of every group on the node through one
+	// etcd WAL (DataDir/raft/wal) with group commit: groups that save at
+	// the same time share one fdatasync. Snapshots stay per group. Without
+	// it each group has its own WAL and fsyncs alone. A group whose
+	// fsync policy differs from Fsync (AlwaysFsync) keeps its own WAL.
+	SharedWAL bool
 
 	// Bounded queues: per group (proposals, inbound messages) and per
 	// destination node (outbound messages).

@@ -314,7 +314,7 @@ func (m *memStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, _ bool) er
 	return nil
 }
 
-func (m *memStorage) SaveSnapshot(s *raftpb.Snapshot) error {
+func (m *memStorage) SaveSnapshot(s *raftpb.Snapshot, _ bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failErr != nil {

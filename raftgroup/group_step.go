@@ -256,7 +256,7 @@ func (g *Group) handleReady(rd raft.Ready) {
 			g.fatal("snapshot", err)
 			return
 		}
-		if err := g.storage.SaveSnapshot(rd.Snapshot); err != nil {
+		if err := g.storage.SaveSnapshot(rd.Snapshot, true); err != nil {
 			g.fatal("save snapshot", err)
 			return
 		}
@@ -264,21 +264,11 @@ func (g *Group) handleReady(rd raft.Ready) {
 	// A Ready with a snapshot also syncs its hard state: its commit index
 	// must not fall behind the durable snapshot (etcd does the same).
 	sync := rd.MustSync || hasSnap
-	var began time.Time
-	if sync && g.cfg.ObserveSync != nil {
-		began = time.Now()
-	}
-	if err := g.storage.Save(rd.HardState, rd.Entries, sync); err != nil {
+	if err := g.save(rd, sync); err != nil {
 		g.fatal("save entries", err)
 		return
 	}
 	t.mark(&t.save)
-	if sync {
-		g.metrics.syncs.Add(1)
-		if g.cfg.ObserveSync != nil {
-			g.cfg.ObserveSync(time.Since(began))
-		}
-	}
 	if hs := rd.HardState; hs != nil {
 		g.savedTerm, g.savedVote = hs.GetTerm(), hs.GetVote()
 	}
@@ -304,6 +294,35 @@ func (g *Group) handleReady(rd raft.Ready) {
 		return
 	}
 	g.raw.Advance(rd)
+}
+
+// save persists a Ready's hard state and entries. On its own WAL a group
+// counts and times its fsyncs; on the shared node WAL the node log does,
+// since one of its fsyncs serves many groups.
+func (g *Group) save(rd raft.Ready, sync bool) error {
+	_, shared := g.storage.(*nodeStorage)
+	observe := g.cfg.ObserveSync
+	if shared {
+		observe = nil
+	}
+	var began time.Time
+	if sync && observe != nil {
+		began = time.Now()
+	}
+	if err := g.storage.Save(rd.HardState, rd.Entries, sync); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	g.metrics.syncs.Add(1)
+	if !shared {
+		g.metrics.fsyncs.Add(1)
+	}
+	if observe != nil {
+		observe(time.Since(began))
+	}
+	return nil
 }
 
 // canSendEarly reports whether a Ready's messages may go out before its

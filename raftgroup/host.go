@@ -38,6 +38,8 @@ type Host struct {
 	heardMu sync.Mutex // guards heard; a leaf lock
 	heard   map[uint64]int64
 
+	nodeLog *nodeLog // nil unless Config.SharedWAL
+
 	fatalOnce sync.Once
 	stopc     chan struct{}
 	wg        sync.WaitGroup
@@ -63,6 +65,14 @@ func NewHost(cfg Config) (*Host, error) {
 		stopc:     make(chan struct{}),
 	}
 	h.list.Store(&[]*Group{})
+	if cfg.SharedWAL && cfg.NewStorage == nil {
+		l, err := openNodeLog(filepath.Join(cfg.DataDir, "raft", "wal"), walMetadata(cfg.NodeID, HostGroupID),
+			cfg.Fsync, logging.Zap(h.log), cfg.ObserveSync)
+		if err != nil {
+			return nil, err
+		}
+		h.nodeLog = l
+	}
 	if h.cfg.Fatal == nil {
 		h.cfg.Fatal = func(err error) {
 			h.log.Error("fatal storage or state machine error: exiting", "err", err)
@@ -125,6 +135,9 @@ func (h *Host) openStorage(id uint64, fsync FsyncPolicy) (Storage, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create group dir %s: %w", dir, err)
 	}
+	if h.nodeLog != nil && fsync == h.cfg.Fsync {
+		return openNodeStorage(h.nodeLog, dir, id, logging.Zap(h.log.With("group", id)))
+	}
 	return OpenDiskStorage(dir, h.cfg.NodeID, id, fsync, h.log.With("group", id))
 }
 
@@ -162,12 +175,36 @@ func (h *Host) RemoveGroup(id uint64, purge bool) error {
 		return fmt.Errorf("%w: %d", ErrGroupNotFound, id)
 	}
 	err := g.close()
-	if purge && h.cfg.NewStorage == nil {
-		if rmErr := os.RemoveAll(h.groupDir(id)); rmErr != nil {
-			err = errors.Join(err, fmt.Errorf("remove group dir: %w", rmErr))
-		}
+	if purge {
+		err = errors.Join(err, h.dropData(id))
 	}
 	return err
+}
+
+// DropGroupData deletes the data a group left on this node, for a group
+// that is not running here (a replica removed while the node was down).
+func (h *Host) DropGroupData(id uint64) error {
+	if h.Group(id) != nil {
+		return fmt.Errorf("%w: %d is running", ErrGroupExists, id)
+	}
+	return h.dropData(id)
+}
+
+// dropData forgets the group in the shared WAL, then removes its
+// directory.
+func (h *Host) dropData(id uint64) error {
+	if h.cfg.NewStorage != nil {
+		return nil
+	}
+	if h.nodeLog != nil {
+		if err := h.nodeLog.remove(id); err != nil {
+			return fmt.Errorf("forget group %d in the node wal: %w", id, err)
+		}
+	}
+	if err := os.RemoveAll(h.groupDir(id)); err != nil {
+		return fmt.Errorf("remove group dir: %w", err)
+	}
+	return nil
 }
 
 // Close stops every group and the Host's goroutines. Pending proposals
@@ -188,6 +225,9 @@ func (h *Host) Close() error {
 	var errs []error
 	for _, g := range groups {
 		errs = append(errs, g.close())
+	}
+	if h.nodeLog != nil {
+		errs = append(errs, h.nodeLog.close())
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ type Metrics struct {
 	ProposalBatches uint64 // MsgProp steps (proposals/batches: batching factor)
 	Readys          uint64 // Readys handled
 	Syncs           uint64 // Readys that required an fsync
+	WALFsyncs       uint64 // fsyncs made for them: one per Ready on a group's own WAL, one per batch on the shared WAL
 	EntriesAppended uint64
 	EntriesApplied  uint64
 	BytesApplied    uint64 // payload bytes passed to StateMachine.Apply
@@ -23,7 +24,7 @@ type Metrics struct {
 }
 
 type groupMetrics struct {
-	proposals, propBatches, readys, syncs, appended, applied, appliedBytes, quiesces, droppedIn, ticks atomic.Uint64
+	proposals, propBatches, readys, syncs, fsyncs, appended, applied, appliedBytes, quiesces, droppedIn, ticks atomic.Uint64
 }
 
 type hostMetrics struct {
@@ -40,12 +41,16 @@ func (h *Host) Metrics() Metrics {
 		Keepalives:      h.metrics.keepalives.Load(),
 		SnapshotsSent:   h.metrics.snapshotsSent.Load(),
 	}
+	if h.nodeLog != nil {
+		m.WALFsyncs = h.nodeLog.fsyncs()
+	}
 	for _, g := range *h.list.Load() {
 		gm := &g.metrics
 		m.Proposals += gm.proposals.Load()
 		m.ProposalBatches += gm.propBatches.Load()
 		m.Readys += gm.readys.Load()
 		m.Syncs += gm.syncs.Load()
+		m.WALFsyncs += gm.fsyncs.Load()
 		m.EntriesAppended += gm.appended.Load()
 		m.EntriesApplied += gm.applied.Load()
 		m.BytesApplied += gm.appliedBytes.Load()

@@ -126,7 +126,7 @@ func (w snapWrite) run() error {
 	if err != nil {
 		return fmt.Errorf("create snapshot: %w", err)
 	}
-	if err := g.storage.SaveSnapshot(snap); err != nil {
+	if err := g.storage.SaveSnapshot(snap, false); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	if w.index > w.keep {

@@ -18,8 +18,10 @@ type Storage interface {
 	// when Save returns.
 	Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error
 	// SaveSnapshot durably records snap. It is called before the log
-	// entries it covers are dropped.
-	SaveSnapshot(snap *raftpb.Snapshot) error
+	// entries it covers are dropped. install says snap came from the
+	// leader and replaces the whole log, entries after it included; a
+	// local snapshot (install false) covers only a prefix.
+	SaveSnapshot(snap *raftpb.Snapshot, install bool) error
 	// Release allows the store to drop log data covered by snap.
 	Release(snap *raftpb.Snapshot) error
 	// Close releases files and locks.

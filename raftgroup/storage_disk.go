@@ -159,7 +159,7 @@ func (s *DiskStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool
 // SaveSnapshot writes the snapshot file first and the WAL's snapshot record
 // second (fsynced), so that a WAL record never names a missing file; an
 // orphaned file is harmless.
-func (s *DiskStorage) SaveSnapshot(sn *raftpb.Snapshot) error {
+func (s *DiskStorage) SaveSnapshot(sn *raftpb.Snapshot, _ bool) error {
 	if err := s.snaps.SaveSnap(sn); err != nil {
 		return fmt.Errorf("save snapshot %s: %w", s.dir, err)
 	}

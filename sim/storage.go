@@ -76,7 +76,7 @@ func (s *Store) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) erro
 }
 
 // SaveSnapshot is durable on return, as the etcd WAL's snapshot record is.
-func (s *Store) SaveSnapshot(snap *raftpb.Snapshot) error {
+func (s *Store) SaveSnapshot(snap *raftpb.Snapshot, _ bool) error {
 	if s.closed {
 		return errClosed
 	}

@@ -21,6 +21,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1")
 	adminBase := fs.Int("admin-port", 9644, "admin HTTP port of node 1")
 	fsync := fs.String("fsync", "always", "WAL fsync policy: always or never")
+	walMode := fs.String("wal", walMode(broker.DefaultConfig().SharedWAL), walUsage)
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
 	logLevel := fs.String("log-level", "warn", "node log level")
 	if err := parse(fs, args); err != nil {
@@ -38,7 +39,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cleanup()
-	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, *fsync, *autoCreate, level)
+	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode}, *autoCreate, level)
 	defer func() {
 		for _, n := range started {
 			n.Close()
@@ -64,14 +65,17 @@ func devDataDir(dir string) (string, func(), error) {
 	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
-func startDevNodes(e *env, dir string, count, base, adminBase int, fsync string, autoCreate bool, level slog.Level) ([]*broker.Node, error) {
+// devStorage is the storage flags every dev node shares.
+type devStorage struct{ fsync, wal string }
+
+func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) ([]*broker.Node, error) {
 	cluster := map[uint64]string{}
 	for i := 1; i <= count; i++ {
 		cluster[uint64(i)] = fmt.Sprintf("127.0.0.1:%d", base+100+i-1)
 	}
 	var nodes []*broker.Node
 	for i := 1; i <= count; i++ {
-		f := &serverFlags{cfg: broker.DefaultConfig(), cluster: broker.FormatCluster(cluster), fsync: fsync}
+		f := &serverFlags{cfg: broker.DefaultConfig(), cluster: broker.FormatCluster(cluster), fsync: st.fsync, wal: st.wal}
 		c := &f.cfg
 		c.NodeID, c.ClusterID = uint64(i), "raftq-dev"
 		c.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", i))

@@ -17,7 +17,17 @@ type serverFlags struct {
 	cfg      broker.Config
 	cluster  string
 	fsync    string
+	wal      string
 	logLevel string
+}
+
+const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
+
+func walMode(shared bool) string {
+	if shared {
+		return "shared"
+	}
+	return "group"
 }
 
 func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
@@ -32,6 +42,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.StringVar(&c.AdminAddr, "admin-addr", c.AdminAddr, "admin HTTP address (/metrics, /v1/status, /debug/pprof)")
 	fs.StringVar(&f.cluster, "initial-cluster", "", "every node as id=peer-host:port, comma separated (default: this node alone)")
 	fs.StringVar(&f.fsync, "fsync", "always", "partition WAL fsync policy: always or never (never can lose acknowledged writes on power loss; the metadata log is always fsynced)")
+	fs.StringVar(&f.wal, "wal", walMode(c.SharedWAL), walUsage)
 	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", false, "create unknown topics on Metadata requests")
 	fs.Int32Var(&c.DefaultPartitions, "default-partitions", c.DefaultPartitions, "partitions of auto-created topics")
 	fs.Int16Var(&c.DefaultReplicationFactor, "default-replication-factor", c.DefaultReplicationFactor, "replication factor of topics created without one")
@@ -72,6 +83,14 @@ func (f *serverFlags) config(logger *slog.Logger) (broker.Config, error) {
 		c.Fsync = raftgroup.FsyncNever
 	default:
 		return c, usageError{fmt.Errorf("--fsync %q: want always or never", f.fsync)}
+	}
+	switch f.wal {
+	case "group":
+		c.SharedWAL = false
+	case "shared":
+		c.SharedWAL = true
+	default:
+		return c, usageError{fmt.Errorf("--wal %q: want group or shared", f.wal)}
 	}
 	c.Logger = logger
 	if err := c.Validate(); err != nil {

@@ -1,0 +1,388 @@
+package raftgroup
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+)
+
+// nodeLog is one etcd WAL that every group of a node writes through
+// (Config.SharedWAL): group commit across groups. Groups hand it records
+// and wait; one flusher goroutine writes everything queued as one WAL
+// Save, so N groups with work share one fdatasync instead of making N.
+//
+// Each record is one etcd WAL entry whose index is the log's own sequence
+// number, not a raft index. Replay sorts the records back out by group.
+// To let old segments go, the flusher periodically writes a checkpoint
+// that restates every group's hard state and snapshot, and moves the WAL's
+// start (an etcd WAL snapshot record) to just before the oldest record
+// that still holds entries some group has not snapshotted.
+type nodeLog struct {
+	dir     string
+	zl      *zap.Logger
+	observe func(time.Duration)
+
+	mu       sync.Mutex // guards the fields below; a leaf lock
+	queue    []*logWrite
+	spare    []*logWrite
+	err      error // sticky: after a failed write nothing more is written
+	closed   bool
+	groups   map[uint64]*groupLog // live and replayed groups
+	syncs    uint64
+	unsynced int // queued writes nobody waits for
+
+	// Owned by the flusher goroutine (and by open, before it starts).
+	w       *wal.WAL
+	seq     uint64 // last sequence number written
+	start   uint64 // the WAL's start: records after it are replayed
+	written int64  // bytes since the last checkpoint
+
+	kick  chan struct{}
+	donec chan struct{}
+}
+
+// logWrite is a queued record.
+type logWrite struct {
+	group   uint64
+	recs    [][]byte // one WAL entry each
+	kind    byte
+	lasts   []uint64        // recSave: each record's last raft index, 0 if none
+	snap    *walpb.Snapshot // recSnapshot
+	install bool            // recSnapshot
+	hs      *raftpb.HardState
+	done    chan error // nil: the writer does not wait
+}
+
+// groupLog is what the node log knows of one group.
+type groupLog struct {
+	hs     *raftpb.HardState
+	snap   *walpb.Snapshot
+	pins   []logPin        // records holding entries not yet snapshotted
+	ents   []*raftpb.Entry // replayed entries, handed over once by claim
+	opened bool            // a Storage is using the group
+}
+
+// logPin says record seq holds entries up to raft index last.
+type logPin struct{ seq, last uint64 }
+
+// checkpointEvery is how many bytes go into the log between checkpoints:
+// four segments, so that a few segments at most outlive the records in
+// them that still matter, and a checkpoint (one more fsync) is rare.
+func checkpointEvery() int64 { return 4 * wal.SegmentSizeBytes }
+
+// openNodeLog opens or creates the node log in dir and replays it.
+func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, observe func(time.Duration)) (*nodeLog, error) {
+	l := &nodeLog{dir: dir, zl: zl, observe: observe, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), donec: make(chan struct{})}
+	if !wal.Exist(dir) {
+		w, err := wal.Create(zl, dir, meta)
+		if err != nil {
+			return nil, fmt.Errorf("create node wal %s: %w", dir, err)
+		}
+		l.w = w
+	} else if err := l.replay(meta); err != nil {
+		return nil, err
+	}
+	if fsync == FsyncNever {
+		l.w.SetUnsafeNoFsync()
+	}
+	go l.run()
+	return l, nil
+}
+
+func (l *nodeLog) replay(meta []byte) error {
+	snaps, err := wal.ValidSnapshotEntries(l.zl, l.dir)
+	if err != nil {
+		return fmt.Errorf("list node wal checkpoints %s: %w", l.dir, err)
+	}
+	start := &walpb.Snapshot{Index: new(uint64), Term: new(uint64)}
+	if len(snaps) > 0 {
+		start = snaps[len(snaps)-1]
+	}
+	got, ents, err := l.readAll(start, true)
+	if err != nil {
+		return err
+	}
+	if string(got) != string(meta) {
+		return fmt.Errorf("open node wal %s: written for node %x, not %x", l.dir, got, meta)
+	}
+	l.start, l.seq = start.GetIndex(), start.GetIndex()
+	for _, e := range ents {
+		rec, err := decodeRecord(e.GetData())
+		if err != nil {
+			return fmt.Errorf("node wal %s: record %d: %w", l.dir, e.GetIndex(), err)
+		}
+		if err := l.apply(e.GetIndex(), rec); err != nil {
+			return fmt.Errorf("node wal %s: record %d: %w", l.dir, e.GetIndex(), err)
+		}
+		l.seq = e.GetIndex()
+	}
+	return nil
+}
+
+func (l *nodeLog) readAll(start *walpb.Snapshot, repair bool) ([]byte, []*raftpb.Entry, error) {
+	w, err := wal.Open(l.zl, l.dir, start)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open node wal %s: %w", l.dir, err)
+	}
+	meta, _, ents, err := w.ReadAll()
+	if err == nil {
+		l.w = w
+		return meta, ents, nil
+	}
+	w.Close()
+	if repair && errors.Is(err, io.ErrUnexpectedEOF) && wal.Repair(l.zl, l.dir) {
+		return l.readAll(start, false)
+	}
+	return nil, nil, fmt.Errorf("read node wal %s: %w", l.dir, err)
+}
+
+func (l *nodeLog) group(id uint64) *groupLog {
+	g := l.groups[id]
+	if g == nil {
+		g = &groupLog{}
+		l.groups[id] = g
+	}
+	return g
+}
+
+// apply replays one record.
+func (l *nodeLog) apply(seq uint64, rec logRecord) error {
+	switch rec.kind {
+	case recSave:
+		g := l.group(rec.group)
+		if rec.hs != nil {
+			g.hs = rec.hs
+		}
+		if len(rec.ents) > 0 {
+			if err := g.appendEntries(rec.ents); err != nil {
+				return fmt.Errorf("group %d: %w", rec.group, err)
+			}
+			g.pins = append(g.pins, logPin{seq, rec.ents[len(rec.ents)-1].GetIndex()})
+		}
+	case recSnapshot:
+		g := l.group(rec.group)
+		g.setSnapshot(rec.snap, rec.install)
+	case recRemove:
+		delete(l.groups, rec.group)
+	case recCheckpoint:
+		for _, gs := range rec.groups {
+			g := l.group(gs.group)
+			if gs.hs != nil {
+				g.hs = gs.hs
+			}
+			if gs.snap != nil && gs.snap.GetIndex() >= g.snap.GetIndex() {
+				g.setSnapshot(gs.snap, false)
+			}
+		}
+	}
+	return nil
+}
+
+// appendEntries adds ents to the replayed log, overwriting any suffix
+// they conflict with, as raft's MemoryStorage does.
+func (g *groupLog) appendEntries(ents []*raftpb.Entry) error {
+	first := ents[0].GetIndex()
+	if len(g.ents) > 0 {
+		base := g.ents[0].GetIndex()
+		last := g.ents[len(g.ents)-1].GetIndex()
+		switch {
+		case first > last+1:
+			return fmt.Errorf("entries from %d leave a gap after %d", first, last)
+		case first <= base:
+			g.ents = g.ents[:0]
+		default:
+			g.ents = g.ents[:first-base]
+		}
+	}
+	g.ents = append(g.ents, ents...)
+	return nil
+}
+
+// setSnapshot records a durable snapshot. An installed one replaces the
+// log; a local one drops only the entries it covers.
+func (g *groupLog) setSnapshot(s *walpb.Snapshot, install bool) {
+	g.snap = s
+	if install {
+		g.ents, g.pins = nil, nil
+		return
+	}
+	g.release(s.GetIndex())
+	for len(g.ents) > 0 && g.ents[0].GetIndex() <= s.GetIndex() {
+		g.ents = g.ents[1:]
+	}
+}
+
+// release unpins the records whose entries are all at or below index.
+func (g *groupLog) release(index uint64) {
+	n := 0
+	for n < len(g.pins) && g.pins[n].last <= index {
+		n++
+	}
+	g.pins = g.pins[n:]
+}
+
+// claim hands a group's replayed state to its Storage, once.
+func (l *nodeLog) claim(id uint64) (hs *raftpb.HardState, snap *walpb.Snapshot, ents []*raftpb.Entry, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, nil, nil, ErrStopped
+	}
+	g := l.group(id)
+	if g.opened {
+		return nil, nil, nil, fmt.Errorf("raftgroup: group %d already open on the node wal", id)
+	}
+	g.opened = true
+	hs, snap, ents = g.hs, g.snap, g.ents
+	g.ents = nil
+	return hs, snap, ents, nil
+}
+
+// release lets the log drop group's records at or below index.
+func (l *nodeLog) release(id uint64, index uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g := l.groups[id]; g != nil {
+		g.release(index)
+	}
+}
+
+// closeGroup marks a group no longer open; its records stay.
+func (l *nodeLog) closeGroup(id uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g := l.groups[id]; g != nil {
+		g.opened = false
+	}
+}
+
+// write queues w and, if wait, blocks until it is durable.
+func (l *nodeLog) write(w *logWrite, wait bool) error {
+	if wait {
+		w.done = make(chan error, 1)
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	l.queue = append(l.queue, w)
+	if !wait {
+		l.unsynced++
+	}
+	l.mu.Unlock()
+	if !wait {
+		return nil
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return <-w.done
+}
+
+func (l *nodeLog) usable() error {
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.closed:
+		return ErrStopped
+	}
+	return nil
+}
+
+func (l *nodeLog) save(group uint64, hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
+	w := &logWrite{group: group, kind: recSave, hs: hs}
+	splitSave(w, hs, ents)
+	return l.write(w, sync)
+}
+
+// saveChunk is about how many bytes of entries go in one record: etcd's
+// WAL copies each record twice while it encodes it, which costs much more
+// for a record of many megabytes than for a few of one.
+const saveChunk = 1 << 20
+
+// recordBufs recycles save records once the WAL has copied them.
+var recordBufs sync.Pool
+
+// splitSave encodes a Save as records of about saveChunk bytes of
+// entries each. The hard state goes in the last: a torn write that keeps
+// a prefix of them never leaves a commit index above the entries kept.
+func splitSave(w *logWrite, hs *raftpb.HardState, ents []*raftpb.Entry) {
+	for start := 0; start < len(ents) || len(w.recs) == 0; {
+		end, size := start, 24
+		for end < len(ents) && (end == start || size < saveChunk) {
+			size += proto.Size(ents[end]) + 10
+			end++
+		}
+		var chunkHS *raftpb.HardState
+		if end == len(ents) {
+			chunkHS = hs
+		}
+		w.recs = append(w.recs, appendSave(recordBuf(size), w.group, chunkHS, ents[start:end]))
+		var last uint64
+		if end > start {
+			last = ents[end-1].GetIndex()
+		}
+		w.lasts = append(w.lasts, last)
+		start = end
+	}
+}
+
+func recordBuf(size int) []byte {
+	if p, ok := recordBufs.Get().(*[]byte); ok && cap(*p) >= size {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// recycle returns a written save record's buffer to the pool.
+func recycle(b []byte) {
+	if cap(b) <= 4*saveChunk {
+		recordBufs.Put(&b)
+	}
+}
+
+func (l *nodeLog) saveSnapshot(group uint64, s *walpb.Snapshot, install bool) error {
+	return l.write(&logWrite{group: group, kind: recSnapshot, recs: [][]byte{encodeSnapshot(group, s, install)}, snap: s, install: install}, true)
+}
+
+// remove forgets group for good: its replica left this node.
+func (l *nodeLog) remove(group uint64) error {
+	return l.write(&logWrite{group: group, kind: recRemove, recs: [][]byte{encodeRemove(group)}}, true)
+}
+
+// close flushes what is queued, stops the flusher and closes the WAL.
+func (l *nodeLog) close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.kick)
+	<-l.donec
+	l.mu.Lock()
+	err := l.err
+	l.mu.Unlock()
+	if cerr := l.w.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("close node wal %s: %w", l.dir, cerr)
+	}
+	return err
+}
+
+// fsyncs is how many WAL Saves the log has made.
+func (l *nodeLog) fsyncs() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.syncs
+}

@@ -1,0 +1,164 @@
+package raftgroup
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// run is the flusher: each kick writes everything queued as one WAL Save
+// (one fdatasync), then wakes the writers that wait.
+func (l *nodeLog) run() {
+	defer close(l.donec)
+	for range l.kick {
+		runtime.Gosched()
+		l.flush()
+	}
+	l.flush() // closing: what is still queued
+}
+
+// flush writes batches until the queue is empty. Writers that arrive
+// while a batch is being written form the next one.
+func (l *nodeLog) flush() {
+	for {
+		l.mu.Lock()
+		batch := l.queue
+		l.queue, l.spare = l.spare[:0], nil
+		l.unsynced = 0
+		err := l.err
+		l.mu.Unlock()
+		if len(batch) == 0 {
+			l.spare = batch
+			return
+		}
+		if err == nil {
+			err = l.writeBatch(batch)
+		}
+		l.mu.Lock()
+		if err != nil && l.err == nil {
+			l.err = err
+		}
+		if err == nil {
+			l.track(batch)
+		}
+		l.mu.Unlock()
+		for i, w := range batch {
+			if w.done != nil {
+				w.done <- err
+			}
+			batch[i] = nil
+		}
+		l.spare = batch[:0]
+		if err == nil && l.written >= checkpointEvery() {
+			l.checkpoint()
+		}
+	}
+}
+
+// writeBatch saves the batch as consecutive WAL entries; etcd's WAL
+// fsyncs once at the end (or cuts a segment, which fsyncs too).
+func (l *nodeLog) writeBatch(batch []*logWrite) error {
+	var ents []*raftpb.Entry
+	for _, w := range batch {
+		for _, rec := range w.recs {
+			ents = append(ents, &raftpb.Entry{Index: new(l.seq + uint64(len(ents)) + 1), Data: rec})
+			l.written += int64(len(rec))
+		}
+	}
+	began := time.Now()
+	if err := l.w.Save(nil, ents); err != nil {
+		return fmt.Errorf("save node wal %s: %w", l.dir, err)
+	}
+	if l.observe != nil {
+		l.observe(time.Since(began))
+	}
+	l.seq += uint64(len(ents))
+	return nil
+}
+
+// track notes what a written batch means for each group; l.mu held.
+func (l *nodeLog) track(batch []*logWrite) {
+	l.syncs++
+	seq := l.seq
+	for _, w := range batch {
+		seq -= uint64(len(w.recs))
+	}
+	for _, w := range batch {
+		switch w.kind {
+		case recSave:
+			g := l.group(w.group)
+			if w.hs != nil && proto.Size(w.hs) > 0 {
+				g.hs = proto.CloneOf(w.hs)
+			}
+			for i, last := range w.lasts {
+				if last > 0 {
+					g.pins = append(g.pins, logPin{seq + uint64(i) + 1, last})
+				}
+				recycle(w.recs[i])
+			}
+		case recSnapshot:
+			l.group(w.group).setSnapshot(w.snap, w.install)
+		case recRemove:
+			delete(l.groups, w.group)
+		}
+		seq += uint64(len(w.recs))
+	}
+}
+
+// checkpoint restates every group's hard state and snapshot, then moves
+// the WAL's start up to the oldest record still pinned and deletes the
+// segments wholly before it.
+func (l *nodeLog) checkpoint() {
+	l.mu.Lock()
+	states := make([]groupState, 0, len(l.groups))
+	for id, g := range l.groups {
+		states = append(states, groupState{group: id, hs: g.hs, snap: g.snap})
+	}
+	l.mu.Unlock()
+	rec := encodeCheckpoint(states)
+	seq := l.seq + 1
+	err := l.w.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(seq)},
+		[]*raftpb.Entry{{Index: new(seq), Data: rec}})
+	if err == nil {
+		l.seq = seq
+		err = l.moveStart(seq)
+	}
+	l.written = 0
+	if err != nil {
+		l.mu.Lock()
+		if l.err == nil {
+			l.err = fmt.Errorf("checkpoint node wal %s: %w", l.dir, err)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// moveStart makes the record after the oldest pinned one, or the
+// checkpoint at seq, where replay begins.
+func (l *nodeLog) moveStart(seq uint64) error {
+	l.mu.Lock()
+	start := seq - 1
+	for _, g := range l.groups {
+		if len(g.pins) > 0 {
+			start = min(start, g.pins[0].seq-1)
+		}
+	}
+	l.mu.Unlock()
+	if start <= l.start {
+		return nil
+	}
+	rec := &walpb.Snapshot{Index: new(start), Term: new(uint64(0)), ConfState: &raftpb.ConfState{}}
+	if err := l.w.SaveSnapshot(rec); err != nil {
+		return err
+	}
+	l.start = start
+	if err := l.w.ReleaseLockTo(start); err != nil {
+		return err
+	}
+	return purgeUnlocked(filepath.Clean(l.dir), ".wal")
+}

@@ -1,0 +1,351 @@
+package raftgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+)
+
+// These tests drive the shared node WAL on its own, on a real disk.
+
+func openTestLog(t *testing.T, dir string) *nodeLog {
+	t.Helper()
+	l, err := openNodeLog(dir, walMetadata(1, HostGroupID), FsyncAlways, zap.NewNop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func ents(term uint64, from, to uint64) []*raftpb.Entry {
+	var es []*raftpb.Entry
+	for i := from; i <= to; i++ {
+		es = append(es, &raftpb.Entry{Term: new(term), Index: new(i), Data: fmt.Appendf(nil, "%d/%d", term, i)})
+	}
+	return es
+}
+
+func hardState(term, vote, commit uint64) *raftpb.HardState {
+	return &raftpb.HardState{Term: new(term), Vote: new(vote), Commit: new(commit)}
+}
+
+func walSnap(index, term uint64) *walpb.Snapshot {
+	return &walpb.Snapshot{Index: new(index), Term: new(term), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}
+}
+
+// describe renders a claimed group as "hs=term/vote/commit snap=i ents=t/i,..."
+func describe(t *testing.T, l *nodeLog, id uint64) string {
+	t.Helper()
+	hs, sn, es, err := l.claim(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "hs=%d/%d/%d snap=%d ents=", hs.GetTerm(), hs.GetVote(), hs.GetCommit(), sn.GetIndex())
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(e.GetData())
+	}
+	return b.String()
+}
+
+func mustSave(t *testing.T, l *nodeLog, id uint64, hs *raftpb.HardState, es []*raftpb.Entry) {
+	t.Helper()
+	if err := l.save(id, hs, es, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reopen(t *testing.T, l *nodeLog) *nodeLog {
+	t.Helper()
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+	return openTestLog(t, l.dir)
+}
+
+func TestNodeLog_ReplaySortsGroupsOut(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 3))
+	mustSave(t, l, 2, hardState(4, 2, 0), ents(4, 1, 2))
+	mustSave(t, l, 1, hardState(1, 1, 2), nil)
+	// A new leader's entries overwrite group 1's unsynced tail from 3 on.
+	mustSave(t, l, 1, hardState(2, 3, 2), ents(2, 3, 4))
+	// Not waited for: it still goes out before the log closes.
+	if err := l.save(2, hardState(4, 2, 2), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	l = reopen(t, l)
+	defer l.close()
+	if got, want := describe(t, l, 1), "hs=2/3/2 snap=0 ents=1/1,1/2,2/3,2/4"; got != want {
+		t.Errorf("group 1: %s, want %s", got, want)
+	}
+	if got, want := describe(t, l, 2), "hs=4/2/2 snap=0 ents=4/1,4/2"; got != want {
+		t.Errorf("group 2: %s, want %s", got, want)
+	}
+	if got, want := describe(t, l, 3), "hs=0/0/0 snap=0 ents="; got != want {
+		t.Errorf("unknown group 3: %s, want %s", got, want)
+	}
+	if _, _, _, err := l.claim(1); err == nil {
+		t.Error("a group claimed twice was handed out twice")
+	}
+}
+
+func TestNodeLog_Snapshots(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	// Group 1 snapshots locally at 2: entries 3 and 4 stay.
+	mustSave(t, l, 1, hardState(1, 1, 4), ents(1, 1, 4))
+	if err := l.saveSnapshot(1, walSnap(2, 1), false); err != nil {
+		t.Fatal(err)
+	}
+	// Group 2 installs the leader's snapshot at 3 over a divergent tail:
+	// its old entries 3..5 (term 1) must not come back after it.
+	mustSave(t, l, 2, hardState(1, 1, 2), ents(1, 1, 5))
+	if err := l.saveSnapshot(2, walSnap(3, 2), true); err != nil {
+		t.Fatal(err)
+	}
+	mustSave(t, l, 2, hardState(2, 0, 4), ents(2, 4, 4))
+	l = reopen(t, l)
+	defer l.close()
+	if got, want := describe(t, l, 1), "hs=1/1/4 snap=2 ents=1/3,1/4"; got != want {
+		t.Errorf("group 1: %s, want %s", got, want)
+	}
+	if got, want := describe(t, l, 2), "hs=2/0/4 snap=3 ents=2/4"; got != want {
+		t.Errorf("group 2: %s, want %s", got, want)
+	}
+}
+
+func TestNodeLog_RemoveForgetsGroup(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	mustSave(t, l, 5, hardState(3, 1, 2), ents(3, 1, 2))
+	if err := l.remove(5); err != nil {
+		t.Fatal(err)
+	}
+	l = reopen(t, l)
+	defer l.close()
+	if got, want := describe(t, l, 5), "hs=0/0/0 snap=0 ents="; got != want {
+		t.Errorf("removed group came back: %s", got)
+	}
+}
+
+// TestNodeLog_CheckpointsBoundTheLog writes many small segments' worth of
+// entries for a busy group that snapshots as it goes, beside an idle group
+// whose only record is old and a group that never snapshots. The busy
+// group's old segments must go; the idle group's state must survive them;
+// the unsnapshotted group's entries must pin their segments.
+func TestNodeLog_CheckpointsBoundTheLog(t *testing.T) {
+	defer SetWALSegmentSize(WALSegmentSize())
+	SetWALSegmentSize(64 << 10)
+	dir := filepath.Join(t.TempDir(), "wal")
+	l := openTestLog(t, dir)
+	mustSave(t, l, 1, hardState(7, 2, 1), ents(7, 1, 1)) // idle, snapshotted below
+	if err := l.saveSnapshot(1, walSnap(1, 7), false); err != nil {
+		t.Fatal(err)
+	}
+	l.release(1, 1)
+	mustSave(t, l, 3, hardState(2, 2, 1), ents(2, 1, 1)) // never snapshotted
+	big := make([]byte, 4<<10)
+	var maxFiles int
+	for i := uint64(1); i <= 400; i++ {
+		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
+		mustSave(t, l, 2, hardState(1, 1, i), []*raftpb.Entry{e})
+		if i%10 == 0 {
+			if err := l.saveSnapshot(2, walSnap(i, 1), false); err != nil {
+				t.Fatal(err)
+			}
+			l.release(2, i)
+		}
+		maxFiles = max(maxFiles, countWALFiles(t, dir))
+	}
+	if maxFiles < 4 {
+		t.Fatalf("only %d segments: the test wrote too little to cut any", maxFiles)
+	}
+	l = reopen(t, l)
+	if got, want := describe(t, l, 1), "hs=7/2/1 snap=1 ents="; got != want {
+		t.Errorf("idle group: %s, want %s", got, want)
+	}
+	if got, want := describe(t, l, 3), "hs=2/2/1 snap=0 ents=2/1"; got != want {
+		t.Errorf("unsnapshotted group: %s, want %s", got, want)
+	}
+	hs, sn, es, _ := l.claim(2)
+	if hs.GetCommit() != 400 || sn.GetIndex() != 400 || len(es) != 0 {
+		t.Errorf("busy group: commit %d snap %d, %d entries", hs.GetCommit(), sn.GetIndex(), len(es))
+	}
+	l.close()
+
+	// Without the unsnapshotted group's pin the old segments go.
+	l = openTestLog(t, dir)
+	defer l.close()
+	pinned := countWALFiles(t, dir)
+	if err := l.remove(3); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(401); i <= 500; i++ {
+		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
+		mustSave(t, l, 2, hardState(1, 1, i), []*raftpb.Entry{e})
+		if err := l.saveSnapshot(2, walSnap(i, 1), false); err != nil {
+			t.Fatal(err)
+		}
+		l.release(2, i)
+	}
+	if n := countWALFiles(t, dir); n >= pinned || n > 6 {
+		t.Errorf("%d segments after the pin went (%d while pinned): old segments were not purged", n, pinned)
+	}
+}
+
+func countWALFiles(t *testing.T, dir string) int {
+	t.Helper()
+	names, err := sortedNames(dir, ".wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(names)
+}
+
+// TestNodeLog_GroupCommit: concurrent savers share fsyncs.
+func TestNodeLog_GroupCommit(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	defer l.close()
+	const groups, saves = 8, 40
+	var wg sync.WaitGroup
+	for g := uint64(1); g <= groups; g++ {
+		wg.Go(func() {
+			for i := uint64(1); i <= saves; i++ {
+				if err := l.save(g, hardState(1, 1, i-1), ents(1, i, i), true); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := l.fsyncs(); got >= groups*saves {
+		t.Errorf("%d fsyncs for %d saves: no group commit", got, groups*saves)
+	}
+	t.Logf("%d saves, %d fsyncs", groups*saves, l.fsyncs())
+}
+
+func TestNodeLog_RefusesAnotherNodesLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l := openTestLog(t, dir)
+	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 1))
+	l.close()
+	if _, err := openNodeLog(dir, walMetadata(2, HostGroupID), FsyncAlways, zap.NewNop(), nil); err == nil {
+		t.Fatal("node 2 opened node 1's wal")
+	}
+}
+
+// TestNodeLog_TornTail cuts the last record in half, as a crash mid-write
+// would: the log opens, and every record before it is there.
+func TestNodeLog_TornTail(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "wal")
+	l := openTestLog(t, dir)
+	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 2))
+	end := tailOffset(t, l)
+	// A torn write loses whole sectors: make the last record span several.
+	last := &raftpb.Entry{Term: new(uint64(1)), Index: new(uint64(3)), Data: make([]byte, 8<<10)}
+	for i := range last.Data {
+		last.Data[i] = byte(i%250 + 1)
+	}
+	mustSave(t, l, 1, hardState(1, 1, 2), []*raftpb.Entry{last})
+	torn := tailOffset(t, l)
+	l.close()
+	names, _ := sortedNames(dir, ".wal")
+	f, err := os.OpenFile(filepath.Join(dir, names[len(names)-1]), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, (torn-end)/2)
+	if _, err := f.WriteAt(zeros, end+(torn-end)/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l = openTestLog(t, dir)
+	defer l.close()
+	if got, want := describe(t, l, 1), "hs=1/1/0 snap=0 ents=1/1,1/2"; got != want {
+		t.Errorf("after a torn write: %s, want %s", got, want)
+	}
+}
+
+func tailOffset(t *testing.T, l *nodeLog) int64 {
+	t.Helper()
+	names, _ := sortedNames(l.dir, ".wal")
+	f, err := os.Open(filepath.Join(l.dir, names[len(names)-1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The WAL preallocates: find the end of the written part.
+	buf, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(buf))
+	for n > 0 && buf[n-1] == 0 {
+		n--
+	}
+	return (n + 7) &^ 7
+}
+
+func FuzzNodeLogRecord(f *testing.F) {
+	f.Add(encodeSave(3, hardState(2, 1, 5), ents(2, 4, 6)))
+	f.Add(encodeSave(1, nil, nil))
+	f.Add(encodeSnapshot(9, walSnap(12, 3), true))
+	f.Add(encodeRemove(4))
+	f.Add(encodeCheckpoint([]groupState{{group: 1, hs: hardState(1, 1, 1)}, {group: 2, snap: walSnap(4, 1)}}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := decodeRecord(b)
+		if err != nil {
+			return
+		}
+		var again []byte
+		switch rec.kind {
+		case recSave:
+			again = encodeSave(rec.group, rec.hs, rec.ents)
+		case recSnapshot:
+			again = encodeSnapshot(rec.group, rec.snap, rec.install)
+		case recRemove:
+			again = encodeRemove(rec.group)
+		case recCheckpoint:
+			again = encodeCheckpoint(rec.groups)
+		}
+		if _, err := decodeRecord(again); err != nil {
+			t.Fatalf("re-encoded record does not decode: %v", err)
+		}
+	})
+}
+
+// TestNodeLog_LargeSaveSplits: a Save of several megabytes is written as
+// records of about saveChunk bytes and replays whole, hard state included.
+func TestNodeLog_LargeSaveSplits(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	var es []*raftpb.Entry
+	for i := uint64(1); i <= 5; i++ {
+		es = append(es, &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: make([]byte, 600<<10)})
+	}
+	w := &logWrite{group: 1}
+	splitSave(w, hardState(1, 1, 5), es)
+	if len(w.recs) < 3 {
+		t.Fatalf("5 x 600 KiB went into %d records", len(w.recs))
+	}
+	mustSave(t, l, 1, hardState(1, 1, 5), es)
+	mustSave(t, l, 1, nil, []*raftpb.Entry{{Term: new(uint64(1)), Index: new(uint64(6)), Data: []byte("1/6")}})
+	l = reopen(t, l)
+	defer l.close()
+	hs, _, got, err := l.claim(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs.GetCommit() != 5 || len(got) != 6 || got[5].GetIndex() != 6 || len(got[2].GetData()) != 600<<10 {
+		t.Fatalf("replayed commit %d and %d entries", hs.GetCommit(), len(got))
+	}
+}
