@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/server/v3/storage/wal"
+
 	"github.com/raftq/raftq/internal/logging"
 )
 
@@ -65,9 +67,13 @@ func NewHost(cfg Config) (*Host, error) {
 		stopc:     make(chan struct{}),
 	}
 	h.list.Store(&[]*Group{})
+	nodeWAL := filepath.Join(cfg.DataDir, "raft", "wal")
+	if !cfg.SharedWAL && cfg.NewStorage == nil && wal.Exist(nodeWAL) {
+		return nil, fmt.Errorf("raftgroup: %s holds a shared node WAL: this node must run with SharedWAL (--wal shared)", nodeWAL)
+	}
 	if cfg.SharedWAL && cfg.NewStorage == nil {
-		l, err := openNodeLog(filepath.Join(cfg.DataDir, "raft", "wal"), walMetadata(cfg.NodeID, HostGroupID),
-			cfg.Fsync, logging.Zap(h.log), cfg.ObserveSync)
+		l, err := openNodeLog(nodeWAL, walMetadata(cfg.NodeID, HostGroupID),
+			cfg.Fsync, logging.Zap(h.log), cfg.ObserveSync, h.compactGroup)
 		if err != nil {
 			return nil, err
 		}
@@ -135,10 +141,33 @@ func (h *Host) openStorage(id uint64, fsync FsyncPolicy) (Storage, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create group dir %s: %w", dir, err)
 	}
-	if h.nodeLog != nil && fsync == h.cfg.Fsync {
-		return openNodeStorage(h.nodeLog, dir, id, logging.Zap(h.log.With("group", id)))
+	if h.nodeLog != nil {
+		shared, err := h.onNodeLog(id, dir, fsync)
+		if err != nil {
+			return nil, err
+		}
+		if shared {
+			return openNodeStorage(h.nodeLog, dir, id, logging.Zap(h.log.With("group", id)))
+		}
 	}
 	return OpenDiskStorage(dir, h.cfg.NodeID, id, fsync, h.log.With("group", id))
+}
+
+// onNodeLog says where a group's log lives when the node has a shared
+// WAL: where it already is (its own WAL, or records in the node log), and
+// for a new group in the node log unless the group needs an fsync policy
+// the node log does not follow.
+func (h *Host) onNodeLog(id uint64, dir string, fsync FsyncPolicy) (bool, error) {
+	if wal.Exist(filepath.Join(dir, "wal")) {
+		return false, nil
+	}
+	switch {
+	case fsync == h.cfg.Fsync:
+		return true, nil
+	case h.nodeLog.has(id):
+		return false, fmt.Errorf("raftgroup: group %d: its log is in the shared WAL, which fsync policy %s does not fsync; start the node with the policy it was written with", id, h.cfg.Fsync)
+	}
+	return false, nil
 }
 
 func (h *Host) rebuildList() {
@@ -179,6 +208,16 @@ func (h *Host) RemoveGroup(id uint64, purge bool) error {
 		err = errors.Join(err, h.dropData(id))
 	}
 	return err
+}
+
+// compactGroup asks group id, if it runs here, to snapshot soon (the
+// shared WAL's flusher calls it; it must not block).
+func (h *Host) compactGroup(id uint64) {
+	l := *h.list.Load()
+	i, ok := slices.BinarySearchFunc(l, id, func(g *Group, id uint64) int { return cmp.Compare(g.id, id) })
+	if ok {
+		_ = l[i].submit(l[i].snapshotNow)
+	}
 }
 
 // DropGroupData deletes the data a group left on this node, for a group

@@ -29,6 +29,9 @@ type nodeLog struct {
 	dir     string
 	zl      *zap.Logger
 	observe func(time.Duration)
+	// compact asks a group to snapshot so its records can go; it must
+	// not block (the flusher calls it).
+	compact func(group uint64)
 
 	mu       sync.Mutex // guards the fields below; a leaf lock
 	queue    []*logWrite
@@ -43,6 +46,7 @@ type nodeLog struct {
 	w       *wal.WAL
 	seq     uint64 // last sequence number written
 	start   uint64 // the WAL's start: records after it are replayed
+	lastCkp uint64 // the previous checkpoint's sequence number
 	written int64  // bytes since the last checkpoint
 
 	kick  chan struct{}
@@ -79,8 +83,11 @@ type logPin struct{ seq, last uint64 }
 func checkpointEvery() int64 { return 4 * wal.SegmentSizeBytes }
 
 // openNodeLog opens or creates the node log in dir and replays it.
-func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, observe func(time.Duration)) (*nodeLog, error) {
-	l := &nodeLog{dir: dir, zl: zl, observe: observe, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), donec: make(chan struct{})}
+func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, observe func(time.Duration), compact func(uint64)) (*nodeLog, error) {
+	if compact == nil {
+		compact = func(uint64) {}
+	}
+	l := &nodeLog{dir: dir, zl: zl, observe: observe, compact: compact, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), donec: make(chan struct{})}
 	if !wal.Exist(dir) {
 		w, err := wal.Create(zl, dir, meta)
 		if err != nil {
@@ -244,6 +251,14 @@ func (l *nodeLog) claim(id uint64) (hs *raftpb.HardState, snap *walpb.Snapshot, 
 	hs, snap, ents = g.hs, g.snap, g.ents
 	g.ents = nil
 	return hs, snap, ents, nil
+}
+
+// has reports whether the log holds anything for group id.
+func (l *nodeLog) has(id uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.groups[id]
+	return g != nil && (g.hs != nil || g.snap != nil || len(g.ents) > 0 || len(g.pins) > 0)
 }
 
 // release lets the log drop group's records at or below index.

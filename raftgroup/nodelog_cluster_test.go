@@ -1,7 +1,9 @@
 package raftgroup
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 )
@@ -30,6 +32,7 @@ func TestSharedWAL(t *testing.T) {
 		{"SnapshotPersistsInBackground", TestCluster_SnapshotPersistsInBackground},
 		{"TransferLeadership", TestGroup_TransferLeadership},
 		{"RemovedGroupStaysRemoved", testRemovedGroupStaysRemoved},
+		{"IdleGroupDoesNotPinTheLog", testIdleGroupDoesNotPinTheLog},
 	} {
 		t.Run(tc.name, tc.test)
 	}
@@ -56,4 +59,71 @@ func testRemovedGroupStaysRemoved(t *testing.T) {
 	l = c.leader(4)
 	c.propose(l, "fresh")
 	c.converged(4, []string{"fresh"}, 1)
+}
+
+// testIdleGroupDoesNotPinTheLog: a group that writes a few entries and
+// then idles, far below its snapshot thresholds, must not keep the node
+// WAL from deleting old segments while another group writes a lot: the
+// checkpoint asks it to snapshot. Its data survives a restart.
+func testIdleGroupDoesNotPinTheLog(t *testing.T) {
+	defer SetWALSegmentSize(WALSegmentSize())
+	SetWALSegmentSize(64 << 10)
+	c := newCluster(t, 1, []uint64{1, 2}, func(cfg *Config) { cfg.SnapshotBytes = 256 << 10 })
+	c.propose(c.leader(1), "idle")
+	busy := c.leader(2)
+	big := strings.Repeat("x", 8<<10)
+	dir := filepath.Join(c.host(1).cfg.DataDir, "raft", "wal")
+	most := 0
+	for i := range 512 { // 4 MiB: 64 segments if nothing were deleted
+		c.propose(busy, fmt.Sprint(i, big))
+		names, err := sortedNames(dir, ".wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, len(names))
+	}
+	if most > 24 {
+		t.Errorf("node wal grew to %d segments of 64 KiB for 4 MiB written: the idle group pins it", most)
+	}
+	c.stop(1)
+	c.restart(1, 1, 2)
+	c.converged(1, []string{"idle"}, 1)
+}
+
+// TestSharedWAL_SwitchingLayouts: a node's data decides where each
+// group's log lives. A group with its own WAL keeps it when the node
+// turns SharedWAL on; a node whose data has a shared WAL refuses to run
+// without it; a group logged in the shared WAL refuses a fsync policy the
+// shared WAL does not follow, rather than move.
+func TestSharedWAL_SwitchingLayouts(t *testing.T) {
+	c := newCluster(t, 1, []uint64{1}, nil)
+	c.propose(c.leader(1), "own-wal")
+	c.stop(1)
+
+	c.mod = func(cfg *Config) { cfg.SharedWAL = true }
+	c.restart(1, 1)
+	c.converged(1, []string{"own-wal"}, 1)
+	g := c.createGroup(1, 2, GroupConfig{ID: 2, Peers: []uint64{1}})
+	if _, ok := g.storage.(*nodeStorage); !ok {
+		t.Fatalf("a new group on a shared-WAL node got %T", g.storage)
+	}
+	if _, ok := c.host(1).Group(1).storage.(*DiskStorage); !ok {
+		t.Fatalf("a group with its own WAL moved to %T", c.host(1).Group(1).storage)
+	}
+	c.propose(c.leader(2), "shared")
+	c.stop(1)
+
+	c.mod = nil
+	if h, err := NewHost(c.config(1)); err == nil {
+		h.Close()
+		t.Fatal("a node with a shared WAL started without SharedWAL")
+	}
+
+	c.mod = func(cfg *Config) { cfg.SharedWAL, cfg.Fsync = true, FsyncNever }
+	h := c.start(1)
+	if _, err := h.CreateGroup(GroupConfig{ID: 2, Join: true, AlwaysFsync: true, StateMachine: newKVSM()}); err == nil {
+		t.Fatal("an always-fsync group logged in a never-fsynced shared WAL opened")
+	}
+	c.createGroup(1, 1, GroupConfig{ID: 1, Join: true})
+	c.converged(1, []string{"own-wal"}, 1)
 }

@@ -143,12 +143,23 @@ func (l *nodeLog) checkpoint() {
 func (l *nodeLog) moveStart(seq uint64) error {
 	l.mu.Lock()
 	start := seq - 1
-	for _, g := range l.groups {
+	var stale []uint64
+	for id, g := range l.groups {
 		if len(g.pins) > 0 {
 			start = min(start, g.pins[0].seq-1)
+			if g.pins[0].seq <= l.lastCkp {
+				stale = append(stale, id)
+			}
 		}
 	}
+	l.lastCkp = seq
 	l.mu.Unlock()
+	// A group still holding records from before the previous checkpoint
+	// is idle or snapshots rarely: have it snapshot, so the next
+	// checkpoint can move past them.
+	for _, id := range stale {
+		l.compact(id)
+	}
 	if start <= l.start {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 
 func openTestLog(t *testing.T, dir string) *nodeLog {
 	t.Helper()
-	l, err := openNodeLog(dir, walMetadata(1, HostGroupID), FsyncAlways, zap.NewNop(), nil)
+	l, err := openNodeLog(dir, walMetadata(1, HostGroupID), FsyncAlways, zap.NewNop(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestNodeLog_RefusesAnotherNodesLog(t *testing.T) {
 	l := openTestLog(t, dir)
 	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 1))
 	l.close()
-	if _, err := openNodeLog(dir, walMetadata(2, HostGroupID), FsyncAlways, zap.NewNop(), nil); err == nil {
+	if _, err := openNodeLog(dir, walMetadata(2, HostGroupID), FsyncAlways, zap.NewNop(), nil, nil); err == nil {
 		t.Fatal("node 2 opened node 1's wal")
 	}
 }

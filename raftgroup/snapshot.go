@@ -41,6 +41,23 @@ func (g *Group) maybeSnapshot() {
 	if g.snapping != nil || entries < g.cfg.SnapshotEntries && g.bytesSinceSnap < g.cfg.SnapshotBytes {
 		return
 	}
+	g.takeSnapshot(entries)
+}
+
+// snapshotNow snapshots whatever was applied since the last snapshot,
+// below the usual thresholds: the shared node WAL asks it of a group
+// whose old records keep old segments from being deleted (an idle group
+// would otherwise pin them for good). It runs on the group's goroutine.
+func (g *Group) snapshotNow() {
+	if g.halted || g.snapping != nil || g.applied <= g.snapIndex {
+		return
+	}
+	g.takeSnapshot(g.applied - g.snapIndex)
+}
+
+// takeSnapshot captures the state machine at the applied index and
+// persists it, in the background unless the host runs manually.
+func (g *Group) takeSnapshot(entries uint64) {
 	data, persist, err := g.captureSnapshot()
 	if err != nil {
 		g.fatal("state machine snapshot", err)
