@@ -3,8 +3,8 @@ package raftgroup
 import (
 	"fmt"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
