@@ -33,16 +33,15 @@ type nodeLog struct {
 	// not block (the flusher calls it).
 	compact func(group uint64)
 
-	mu       sync.Mutex // guards the fields below; a leaf lock
-	queue    []*logWrite
-	spare    []*logWrite
-	err      error // sticky: after a failed write nothing more is written
-	closed   bool
-	groups   map[uint64]*groupLog // live and replayed groups
-	syncs    uint64
-	unsynced int // queued writes nobody waits for
+	mu     sync.Mutex // guards the fields below; a leaf lock
+	queue  []*logWrite
+	err    error // sticky: after a failed write nothing more is written
+	closed bool
+	groups map[uint64]*groupLog // live and replayed groups
+	syncs  uint64
 
 	// Owned by the flusher goroutine (and by open, before it starts).
+	spare   []*logWrite // the previous batch's array, for the next queue
 	w       *wal.WAL
 	seq     uint64 // last sequence number written
 	start   uint64 // the WAL's start: records after it are replayed
@@ -290,9 +289,6 @@ func (l *nodeLog) write(w *logWrite, wait bool) error {
 		return err
 	}
 	l.queue = append(l.queue, w)
-	if !wait {
-		l.unsynced++
-	}
 	l.mu.Unlock()
 	if !wait {
 		return nil

@@ -29,7 +29,6 @@ func (l *nodeLog) flush() {
 		l.mu.Lock()
 		batch := l.queue
 		l.queue, l.spare = l.spare[:0], nil
-		l.unsynced = 0
 		err := l.err
 		l.mu.Unlock()
 		if len(batch) == 0 {
