@@ -35,6 +35,7 @@ type nodeLog struct {
 
 	mu     sync.Mutex // guards the fields below; a leaf lock
 	queue  []*logWrite
+	queued int   // bytes in queue
 	err    error // sticky: after a failed write nothing more is written
 	closed bool
 	groups map[uint64]*groupLog // live and replayed groups
@@ -48,7 +49,8 @@ type nodeLog struct {
 	lastCkp uint64 // the previous checkpoint's sequence number
 	written int64  // bytes since the last checkpoint
 
-	kick  chan struct{}
+	kick  chan struct{} // never closed: writers send on it after unlocking
+	stopc chan struct{}
 	donec chan struct{}
 }
 
@@ -66,11 +68,13 @@ type logWrite struct {
 
 // groupLog is what the node log knows of one group.
 type groupLog struct {
-	hs     *raftpb.HardState
-	snap   *walpb.Snapshot
-	pins   []logPin        // records holding entries not yet snapshotted
-	ents   []*raftpb.Entry // replayed entries, handed over once by claim
-	opened bool            // a Storage is using the group
+	hs      *raftpb.HardState
+	snap    *walpb.Snapshot
+	pins    []logPin        // records holding entries not yet snapshotted
+	ents    []*raftpb.Entry // replayed entries, handed over once by claim
+	opened  bool            // a Storage is using the group
+	claimed bool            // it was opened once in this process
+	stale   int             // checkpoints in a row it held old records
 }
 
 // logPin says record seq holds entries up to raft index last.
@@ -86,7 +90,7 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 	if compact == nil {
 		compact = func(uint64) {}
 	}
-	l := &nodeLog{dir: dir, zl: zl, observe: observe, compact: compact, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), donec: make(chan struct{})}
+	l := &nodeLog{dir: dir, zl: zl, observe: observe, compact: compact, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
 	if !wal.Exist(dir) {
 		w, err := wal.Create(zl, dir, meta)
 		if err != nil {
@@ -116,10 +120,18 @@ func (l *nodeLog) replay(meta []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := l.replayRecords(got, meta, start.GetIndex(), ents); err != nil {
+		l.w.Close()
+		return err
+	}
+	return nil
+}
+
+func (l *nodeLog) replayRecords(got, meta []byte, start uint64, ents []*raftpb.Entry) error {
 	if string(got) != string(meta) {
 		return fmt.Errorf("open node wal %s: written for node %x, not %x", l.dir, got, meta)
 	}
-	l.start, l.seq = start.GetIndex(), start.GetIndex()
+	l.start, l.seq = start, start
 	for _, e := range ents {
 		rec, err := decodeRecord(e.GetData())
 		if err != nil {
@@ -243,13 +255,31 @@ func (l *nodeLog) claim(id uint64) (hs *raftpb.HardState, snap *walpb.Snapshot, 
 		return nil, nil, nil, ErrStopped
 	}
 	g := l.group(id)
-	if g.opened {
-		return nil, nil, nil, fmt.Errorf("raftgroup: group %d already open on the node wal", id)
+	if g.claimed {
+		// Entries written since the claim live only in the group's
+		// memory, so a second open in this process would miss them.
+		return nil, nil, nil, fmt.Errorf("raftgroup: group %d was already opened on this node wal; reopening it needs a restart", id)
 	}
-	g.opened = true
+	g.opened, g.claimed = true, true
 	hs, snap, ents = g.hs, g.snap, g.ents
 	g.ents = nil
-	return hs, snap, ents, nil
+	return atLeastSnapshot(hs, snap), snap, ents, nil
+}
+
+// atLeastSnapshot raises a hard state that a crash left behind a durable
+// installed snapshot (the snapshot's record and the Ready's hard state
+// are separate writes): raft refuses a commit index below its snapshot.
+// The snapshot is committed, so its index is a true commit index; a term
+// raised to the snapshot's carries no vote.
+func atLeastSnapshot(hs *raftpb.HardState, snap *walpb.Snapshot) *raftpb.HardState {
+	if snap.GetIndex() <= hs.GetCommit() && snap.GetTerm() <= hs.GetTerm() {
+		return hs
+	}
+	out := &raftpb.HardState{Term: new(hs.GetTerm()), Vote: new(hs.GetVote()), Commit: new(max(hs.GetCommit(), snap.GetIndex()))}
+	if snap.GetTerm() > hs.GetTerm() {
+		out.Term, out.Vote = new(snap.GetTerm()), new(uint64(0))
+	}
+	return out
 }
 
 // has reports whether the log holds anything for group id.
@@ -289,6 +319,9 @@ func (l *nodeLog) write(w *logWrite, wait bool) error {
 		return err
 	}
 	l.queue = append(l.queue, w)
+	for _, r := range w.recs {
+		l.queued += len(r)
+	}
 	l.mu.Unlock()
 	if !wait {
 		return nil
@@ -380,7 +413,7 @@ func (l *nodeLog) close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
-	close(l.kick)
+	close(l.stopc)
 	<-l.donec
 	l.mu.Lock()
 	err := l.err
