@@ -12,8 +12,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-func TestNode_TopicLifecycleThroughAnyNode(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
+// walLayouts runs a test on the shared node WAL (the default) and on a WAL
+// per raft group.
+func walLayouts(t *testing.T, f func(t *testing.T, mod func(*Config))) {
+	t.Run("wal=shared", func(t *testing.T) { f(t, nil) })
+	t.Run("wal=group", func(t *testing.T) { f(t, func(c *Config) { c.SharedWAL = false }) })
+}
+
+func TestNode_TopicLifecycleThroughAnyNode(t *testing.T) { walLayouts(t, testTopicLifecycle) }
+
+func testTopicLifecycle(t *testing.T, mod func(*Config)) {
+	c := newTestCluster(t, 3, mod)
 	cl := c.client()
 	adm := kadm.NewClient(cl)
 	ctx := testCtx(t)
@@ -91,8 +100,10 @@ func errorsIs(err, target error) bool {
 	return false
 }
 
-func TestNode_LeaderFailoverAndCatchUp(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
+func TestNode_LeaderFailoverAndCatchUp(t *testing.T) { walLayouts(t, testLeaderFailover) }
+
+func testLeaderFailover(t *testing.T, mod func(*Config)) {
+	c := newTestCluster(t, 3, mod)
 	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(t, cl, "fo", 1, 3)
 	produceSync(t, cl, "fo", 0, "a", "b", "c")
