@@ -1,9 +1,11 @@
 package raftgroup
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
@@ -189,21 +191,31 @@ func (l *nodeLog) pinnedStart(seq uint64) (start uint64, stale []uint64) {
 	defer l.mu.Unlock()
 	start = seq - 1
 	for id, g := range l.groups {
-		if len(g.pins) == 0 || g.pins[0].seq > l.lastCkp {
-			g.stale = 0
+		if len(g.pins) == 0 {
 			continue
 		}
-		stale = append(stale, id)
+		start = min(start, g.pins[0].seq-1)
+		if g.pins[0].seq <= l.lastCkp {
+			stale = append(stale, id)
+		} else {
+			g.stale = 0
+		}
+	}
+	// The oldest pins hold the start back: ask those groups first, and
+	// only so many at a time, so that a thousand groups written once are
+	// not all told to snapshot (and fsync) in the same moment.
+	slices.SortFunc(stale, func(a, b uint64) int { return cmp.Compare(l.groups[a].pins[0].seq, l.groups[b].pins[0].seq) })
+	stale = stale[:min(len(stale), compactPerCheckpoint)]
+	for _, id := range stale {
+		g := l.groups[id]
 		if g.stale++; g.stale == 3 || g.stale%100 == 0 {
 			l.zl.Warn("a raft group keeps old node wal segments from being deleted: it has log entries it cannot snapshot (not applied, or the group is not running here)",
 				zap.Uint64("group", id), zap.Int("checkpoints", g.stale), zap.Uint64("record", g.pins[0].seq))
 		}
 	}
-	for _, g := range l.groups {
-		if len(g.pins) > 0 {
-			start = min(start, g.pins[0].seq-1)
-		}
-	}
 	l.lastCkp = seq
 	return start, stale
 }
+
+// compactPerCheckpoint is how many groups one checkpoint asks to snapshot.
+const compactPerCheckpoint = 64

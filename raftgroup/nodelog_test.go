@@ -402,3 +402,29 @@ func TestNodeLog_LargeSaveSplits(t *testing.T) {
 		t.Fatalf("replayed commit %d and %d entries", hs.GetCommit(), len(got))
 	}
 }
+
+// TestNodeLog_CompactsOldestFirst: a checkpoint asks at most
+// compactPerCheckpoint groups to snapshot, those with the oldest records.
+func TestNodeLog_CompactsOldestFirst(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	defer l.close()
+	const groups = compactPerCheckpoint + 36
+	for g := uint64(groups); g >= 1; g-- { // group 100 writes first
+		mustSave(t, l, g, hardState(1, 1, 0), ents(1, 1, 1))
+	}
+	l.mu.Lock()
+	l.lastCkp = l.seq
+	l.mu.Unlock()
+	start, stale := l.pinnedStart(l.seq + 1)
+	if start != 0 {
+		t.Errorf("start %d, want 0: group %d's record is the first", start, groups)
+	}
+	if len(stale) != compactPerCheckpoint {
+		t.Fatalf("%d groups asked to snapshot, want %d", len(stale), compactPerCheckpoint)
+	}
+	for i, id := range stale {
+		if want := uint64(groups - i); id != want {
+			t.Fatalf("ask %d went to group %d, want %d (oldest records first)", i, id, want)
+		}
+	}
+}
