@@ -20,6 +20,7 @@ func (n *Node) startAdmin() error {
 		return fmt.Errorf("admin listen %s: %w", n.cfg.AdminAddr, err)
 	}
 	n.metrics.reg.MustRegister(partitionCollector{n})
+	n.metrics.registerWAL(n.host.Metrics)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -45,6 +46,7 @@ type Status struct {
 	ClusterID  string            `json:"cluster_id"`
 	KafkaAddr  string            `json:"kafka_addr"`
 	Fsync      string            `json:"fsync"`
+	WAL        string            `json:"wal"` // "shared" (one WAL per node) or "group"
 	Metadata   GroupStatus       `json:"metadata"`
 	Brokers    []BrokerStatus    `json:"brokers"`
 	Partitions []PartitionStatus `json:"partitions"`
@@ -84,7 +86,7 @@ type PartitionStatus struct {
 // Status reports the node's view of the cluster and its replicas.
 func (n *Node) Status() Status {
 	st := n.meta.View()
-	out := Status{NodeID: n.cfg.NodeID, ClusterID: n.cfg.ClusterID, KafkaAddr: n.advert, Fsync: n.cfg.Fsync.String()}
+	out := Status{NodeID: n.cfg.NodeID, ClusterID: n.cfg.ClusterID, KafkaAddr: n.advert, Fsync: n.cfg.Fsync.String(), WAL: walLayout(n.cfg.SharedWAL)}
 	out.Metadata = groupStatus(n.group.Status())
 	for _, id := range st.BrokerIDs() {
 		b := st.Brokers[id]
@@ -104,6 +106,13 @@ func (n *Node) Status() Status {
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
 	return out
+}
+
+func walLayout(shared bool) string {
+	if shared {
+		return "shared"
+	}
+	return "group"
 }
 
 func (n *Node) serveStatus(w http.ResponseWriter, _ *http.Request) {

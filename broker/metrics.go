@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftq/raftq/raftgroup"
 	"github.com/raftq/raftq/transport/kafka"
 )
 
@@ -49,6 +50,20 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// registerWAL exports the raft host's fsync counters, read at scrape time:
+// their ratio is how many groups' saves share an fsync (1 with a WAL per
+// group; more with the shared WAL when several groups have work).
+func (m *metrics) registerWAL(host func() raftgroup.Metrics) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "raftq_raft_durable_saves_total", Help: "Raft Readys whose log or vote had to be made durable.",
+		}, func() float64 { return float64(host().Syncs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "raftq_wal_fsyncs_total", Help: "WAL fsyncs made for them (one per save with a WAL per group, one per batch with the shared WAL).",
+		}, func() float64 { return float64(host().WALFsyncs) }),
+	)
 }
 
 func (m *metrics) ConnOpened(*kafka.Conn)        { m.conns.Inc() }

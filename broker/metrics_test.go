@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestMetrics_ProduceOutcomesAfterApply checks that the produce metrics
@@ -44,4 +45,30 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestMetrics_WALFsyncs: the node exports its durable saves and the WAL
+// fsyncs made for them; on the shared WAL, saves of several groups share
+// fsyncs, so there are never more fsyncs than saves.
+func TestMetrics_WALFsyncs(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "w", 4, 3)
+	for p := range int32(4) {
+		produceSync(t, cl, "w", p, "a", "b")
+	}
+	families, err := c.nodes[1].metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if len(f.GetMetric()) == 1 && f.GetMetric()[0].GetCounter() != nil {
+			got[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	saves, fsyncs := got["raftq_raft_durable_saves_total"], got["raftq_wal_fsyncs_total"]
+	if fsyncs == 0 || saves < fsyncs {
+		t.Errorf("durable saves %v, WAL fsyncs %v: want some fsyncs, and no more than saves", saves, fsyncs)
+	}
 }

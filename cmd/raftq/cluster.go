@@ -73,14 +73,14 @@ func collectStatuses(ctx context.Context, seed broker.Status) map[uint64]*broker
 func printNodes(e *env, seed broker.Status, statuses map[uint64]*broker.Status) {
 	fmt.Fprintf(e.stdout, "cluster %s  metadata leader %d (term %d)\n\n", seed.ClusterID, seed.Metadata.Leader, seed.Metadata.Term)
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tKAFKA\tADMIN\tALIVE\tREACHABLE\tFSYNC\tREPLICAS")
+	fmt.Fprintln(w, "NODE\tKAFKA\tADMIN\tALIVE\tREACHABLE\tFSYNC\tWAL\tREPLICAS")
 	for _, b := range seed.Brokers {
 		s, ok := statuses[b.ID]
-		fsync, n := "-", 0
+		fsync, wal, n := "-", "-", 0
 		if ok {
-			fsync, n = s.Fsync, len(s.Partitions)
+			fsync, wal, n = s.Fsync, s.WAL, len(s.Partitions)
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%v\t%v\t%s\t%d\n", b.ID, b.KafkaAddr, b.AdminAddr, b.Alive, ok, fsync, n)
+		fmt.Fprintf(w, "%d\t%s\t%s\t%v\t%v\t%s\t%s\t%d\n", b.ID, b.KafkaAddr, b.AdminAddr, b.Alive, ok, fsync, wal, n)
 	}
 	w.Flush()
 	fmt.Fprintln(e.stdout)

@@ -230,7 +230,7 @@ func testClusterStatus(t *testing.T, c *chaos.Cluster, n1 chaos.Node) {
 	}
 	out := cli(t, 0, "", "cluster", "status", "--admin", n1.AdminAddr())
 	for _, n := range c.Nodes() {
-		if !hasRow(out.stdout, fmt.Sprint(n.ID), n.KafkaAddr(), n.AdminAddr(), "true", "true", "always", "*") {
+		if !hasRow(out.stdout, fmt.Sprint(n.ID), n.KafkaAddr(), n.AdminAddr(), "true", "true", "always", "shared", "*") {
 			t.Errorf("cluster status lacks node %d alive and reachable:\n%s", n.ID, out.stdout)
 		}
 	}
