@@ -143,18 +143,22 @@
 // (nodelog.go): a group's Save queues a record and waits; one flusher
 // goroutine writes all queued records as one WAL Save and one fdatasync,
 // then wakes the writers (group commit across groups, as dragonboat's and
-// TiKV's raft-engine logs do). The flusher yields once before taking the
-// queue, so that groups made runnable by the same network read join the
-// batch. Records (nodelog_record.go) are tagged by group: a Save (hard
-// state and entries, split into records of about 1 MiB with the hard
-// state in the last), a snapshot (installed ones replace the group's
+// TiKV's raft-engine logs do). The flusher yields once before taking a
+// small queue, so that groups made runnable by the same network read join
+// the batch. Records (nodelog_record.go) are tagged by group: a Save (hard
+// state and entries, split into records under 768 KiB, which etcd's
+// encoder handles without a second copy, with the hard state in the
+// last), a snapshot (installed ones replace the group's
 // log on replay, local ones cover a prefix), a removal, and a checkpoint.
 // Each WAL entry's index is the log's own sequence number; replay sorts
 // the records back out by group. Every four segments the flusher writes a
 // checkpoint restating every group's hard state and snapshot and moves the
 // WAL's start (an etcd snapshot record) to just before the oldest record
 // that still holds entries some group has not snapshotted; segments before
-// it are deleted. Snapshots stay per group (DataDir/raft/<id>/snap). A
+// it are deleted. Up to 64 groups whose records outlived the previous
+// checkpoint are asked to snapshot (Group.snapshotNow), oldest first, so an
+// idle group cannot pin the log; one that still pins after three
+// checkpoints is logged. Snapshots stay per group (DataDir/raft/<id>/snap). A
 // group whose fsync policy differs from the host's (AlwaysFsync) keeps
 // its own WAL. Host.RemoveGroup(id, true) and DropGroupData write a
 // removal, so a group id created again later starts empty.
