@@ -300,15 +300,7 @@ func (g *Group) handleReady(rd raft.Ready) {
 // counts and times its fsyncs; on the shared node WAL the node log does,
 // since one of its fsyncs serves many groups.
 func (g *Group) save(rd raft.Ready, sync bool) error {
-	_, shared := g.storage.(*nodeStorage)
-	observe := g.cfg.ObserveSync
-	if shared {
-		observe = nil
-	}
-	var began time.Time
-	if sync && observe != nil {
-		began = time.Now()
-	}
+	began := time.Now()
 	if err := g.storage.Save(rd.HardState, rd.Entries, sync); err != nil {
 		return err
 	}
@@ -316,11 +308,12 @@ func (g *Group) save(rd raft.Ready, sync bool) error {
 		return nil
 	}
 	g.metrics.syncs.Add(1)
-	if !shared {
-		g.metrics.fsyncs.Add(1)
+	if _, shared := g.storage.(*nodeStorage); shared {
+		return nil
 	}
-	if observe != nil {
-		observe(time.Since(began))
+	g.metrics.fsyncs.Add(1)
+	if g.cfg.ObserveSync != nil {
+		g.cfg.ObserveSync(time.Since(began))
 	}
 	return nil
 }

@@ -67,17 +67,8 @@ func NewHost(cfg Config) (*Host, error) {
 		stopc:     make(chan struct{}),
 	}
 	h.list.Store(&[]*Group{})
-	nodeWAL := filepath.Join(cfg.DataDir, "raft", "wal")
-	if !cfg.SharedWAL && cfg.NewStorage == nil && wal.Exist(nodeWAL) {
-		return nil, fmt.Errorf("raftgroup: %s holds a shared node WAL: this node must run with SharedWAL (--wal shared)", nodeWAL)
-	}
-	if cfg.SharedWAL && cfg.NewStorage == nil {
-		l, err := openNodeLog(nodeWAL, walMetadata(cfg.NodeID, HostGroupID),
-			cfg.Fsync, logging.Zap(h.log), cfg.ObserveSync, h.compactGroup)
-		if err != nil {
-			return nil, err
-		}
-		h.nodeLog = l
+	if err := h.openNodeLog(); err != nil {
+		return nil, err
 	}
 	if h.cfg.Fatal == nil {
 		h.cfg.Fatal = func(err error) {
@@ -91,6 +82,28 @@ func NewHost(cfg Config) (*Host, error) {
 		go h.runFlusher()
 	}
 	return h, nil
+}
+
+// openNodeLog opens the shared WAL of a SharedWAL host, and refuses to
+// run a host without it on data that has one.
+func (h *Host) openNodeLog() error {
+	cfg := h.cfg
+	if cfg.NewStorage != nil {
+		return nil
+	}
+	dir := filepath.Join(cfg.DataDir, "raft", "wal")
+	if !cfg.SharedWAL {
+		if wal.Exist(dir) {
+			return fmt.Errorf("raftgroup: %s holds a shared node WAL: this node must run with SharedWAL (--wal shared)", dir)
+		}
+		return nil
+	}
+	l, err := openNodeLog(dir, walMetadata(cfg.NodeID, HostGroupID), cfg.Fsync, logging.Zap(h.log), cfg.ObserveSync, h.compactGroup)
+	if err != nil {
+		return err
+	}
+	h.nodeLog = l
+	return nil
 }
 
 // CreateGroup opens (or creates) a group's storage under

@@ -1,9 +1,7 @@
 package raftgroup
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -116,10 +114,11 @@ func (l *nodeLog) replay(meta []byte) error {
 	if len(snaps) > 0 {
 		start = snaps[len(snaps)-1]
 	}
-	got, ents, err := l.readAll(start, true)
+	w, got, _, ents, err := readWAL(l.zl, l.dir, start)
 	if err != nil {
 		return err
 	}
+	l.w = w
 	if err := l.replayRecords(got, meta, start.GetIndex(), ents); err != nil {
 		l.w.Close()
 		return err
@@ -143,23 +142,6 @@ func (l *nodeLog) replayRecords(got, meta []byte, start uint64, ents []*raftpb.E
 		l.seq = e.GetIndex()
 	}
 	return nil
-}
-
-func (l *nodeLog) readAll(start *walpb.Snapshot, repair bool) ([]byte, []*raftpb.Entry, error) {
-	w, err := wal.Open(l.zl, l.dir, start)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open node wal %s: %w", l.dir, err)
-	}
-	meta, _, ents, err := w.ReadAll()
-	if err == nil {
-		l.w = w
-		return meta, ents, nil
-	}
-	w.Close()
-	if repair && errors.Is(err, io.ErrUnexpectedEOF) && wal.Repair(l.zl, l.dir) {
-		return l.readAll(start, false)
-	}
-	return nil, nil, fmt.Errorf("read node wal %s: %w", l.dir, err)
 }
 
 func (l *nodeLog) group(id uint64) *groupLog {

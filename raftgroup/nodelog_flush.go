@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
@@ -114,7 +115,7 @@ func (l *nodeLog) track(batch []*logWrite) {
 		switch w.kind {
 		case recSave:
 			g := l.group(w.group)
-			if w.hs != nil && proto.Size(w.hs) > 0 {
+			if w.hs != nil && !raft.IsEmptyHardState(w.hs) {
 				g.hs = proto.CloneOf(w.hs)
 			}
 			for i, last := range w.lasts {

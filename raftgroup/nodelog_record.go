@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -61,16 +62,8 @@ func appendMessage(b []byte, m proto.Message) []byte {
 	return out
 }
 
-func encodeSave(group uint64, hs *raftpb.HardState, ents []*raftpb.Entry) []byte {
-	size := 24
-	for _, e := range ents {
-		size += proto.Size(e) + 10
-	}
-	return appendSave(make([]byte, 0, size), group, hs, ents)
-}
-
 // appendSave appends a recSave to b (best with room for it: see
-// encodeSave for the size).
+// splitSave for the size).
 func appendSave(b []byte, group uint64, hs *raftpb.HardState, ents []*raftpb.Entry) []byte {
 	b = append(b, recSave)
 	b = protowire.AppendVarint(b, group)
@@ -85,7 +78,7 @@ func appendSave(b []byte, group uint64, hs *raftpb.HardState, ents []*raftpb.Ent
 // hardStateOrNil keeps an empty hard state out of the record, so that
 // decoding tells "unchanged" from a real state.
 func hardStateOrNil(hs *raftpb.HardState) proto.Message {
-	if hs == nil || proto.Size(hs) == 0 {
+	if hs == nil || raft.IsEmptyHardState(hs) {
 		return nil
 	}
 	return hs

@@ -59,6 +59,14 @@ func describe(t *testing.T, l *nodeLog, id uint64) string {
 	return b.String()
 }
 
+// wantGroup checks what the log replayed for group id (see describe).
+func wantGroup(t *testing.T, l *nodeLog, id uint64, want string) {
+	t.Helper()
+	if got := describe(t, l, id); got != want {
+		t.Errorf("group %d replayed %s, want %s", id, got, want)
+	}
+}
+
 func mustSave(t *testing.T, l *nodeLog, id uint64, hs *raftpb.HardState, es []*raftpb.Entry) {
 	t.Helper()
 	if err := l.save(id, hs, es, true); err != nil {
@@ -87,15 +95,9 @@ func TestNodeLog_ReplaySortsGroupsOut(t *testing.T) {
 	}
 	l = reopen(t, l)
 	defer l.close()
-	if got, want := describe(t, l, 1), "hs=2/3/2 snap=0 ents=1/1,1/2,2/3,2/4"; got != want {
-		t.Errorf("group 1: %s, want %s", got, want)
-	}
-	if got, want := describe(t, l, 2), "hs=4/2/2 snap=0 ents=4/1,4/2"; got != want {
-		t.Errorf("group 2: %s, want %s", got, want)
-	}
-	if got, want := describe(t, l, 3), "hs=0/0/0 snap=0 ents="; got != want {
-		t.Errorf("unknown group 3: %s, want %s", got, want)
-	}
+	wantGroup(t, l, 1, "hs=2/3/2 snap=0 ents=1/1,1/2,2/3,2/4")
+	wantGroup(t, l, 2, "hs=4/2/2 snap=0 ents=4/1,4/2")
+	wantGroup(t, l, 3, "hs=0/0/0 snap=0 ents=")
 	if _, _, _, err := l.claim(1); err == nil {
 		t.Error("a group claimed twice was handed out twice")
 	}
@@ -121,12 +123,8 @@ func TestNodeLog_Snapshots(t *testing.T) {
 	mustSave(t, l, 2, hardState(2, 0, 4), ents(2, 4, 4))
 	l = reopen(t, l)
 	defer l.close()
-	if got, want := describe(t, l, 1), "hs=1/1/4 snap=2 ents=1/3,1/4"; got != want {
-		t.Errorf("group 1: %s, want %s", got, want)
-	}
-	if got, want := describe(t, l, 2), "hs=2/0/4 snap=3 ents=2/4"; got != want {
-		t.Errorf("group 2: %s, want %s", got, want)
-	}
+	wantGroup(t, l, 1, "hs=1/1/4 snap=2 ents=1/3,1/4")
+	wantGroup(t, l, 2, "hs=2/0/4 snap=3 ents=2/4")
 }
 
 func TestNodeLog_RemoveForgetsGroup(t *testing.T) {
@@ -137,9 +135,7 @@ func TestNodeLog_RemoveForgetsGroup(t *testing.T) {
 	}
 	l = reopen(t, l)
 	defer l.close()
-	if got, want := describe(t, l, 5), "hs=0/0/0 snap=0 ents="; got != want {
-		t.Errorf("removed group came back: %s", got)
-	}
+	wantGroup(t, l, 5, "hs=0/0/0 snap=0 ents=")
 }
 
 // TestNodeLog_CheckpointsBoundTheLog writes many small segments' worth of
@@ -175,12 +171,8 @@ func TestNodeLog_CheckpointsBoundTheLog(t *testing.T) {
 		t.Fatalf("only %d segments: the test wrote too little to cut any", maxFiles)
 	}
 	l = reopen(t, l)
-	if got, want := describe(t, l, 1), "hs=7/2/1 snap=1 ents="; got != want {
-		t.Errorf("idle group: %s, want %s", got, want)
-	}
-	if got, want := describe(t, l, 3), "hs=2/2/1 snap=0 ents=2/1"; got != want {
-		t.Errorf("unsnapshotted group: %s, want %s", got, want)
-	}
+	wantGroup(t, l, 1, "hs=7/2/1 snap=1 ents=")
+	wantGroup(t, l, 3, "hs=2/2/1 snap=0 ents=2/1")
 	hs, sn, es, _ := l.claim(2)
 	if hs.GetCommit() != 400 || sn.GetIndex() != 400 || len(es) != 0 {
 		t.Errorf("busy group: commit %d snap %d, %d entries", hs.GetCommit(), sn.GetIndex(), len(es))
@@ -263,9 +255,7 @@ func TestNodeLog_InstalledSnapshotAheadOfHardState(t *testing.T) {
 	}
 	l = reopen(t, l)
 	defer l.close()
-	if got, want := describe(t, l, 1), "hs=4/0/50 snap=50 ents="; got != want {
-		t.Errorf("after a crash between snapshot and hard state: %s, want %s", got, want)
-	}
+	wantGroup(t, l, 1, "hs=4/0/50 snap=50 ents=")
 }
 
 // TestNodeLog_WritesRacingClose: writers that race Close get nil (written)
@@ -324,9 +314,7 @@ func TestNodeLog_TornTail(t *testing.T) {
 	f.Close()
 	l = openTestLog(t, dir)
 	defer l.close()
-	if got, want := describe(t, l, 1), "hs=1/1/0 snap=0 ents=1/1,1/2"; got != want {
-		t.Errorf("after a torn write: %s, want %s", got, want)
-	}
+	wantGroup(t, l, 1, "hs=1/1/0 snap=0 ents=1/1,1/2")
 }
 
 func tailOffset(t *testing.T, l *nodeLog) int64 {
@@ -350,8 +338,8 @@ func tailOffset(t *testing.T, l *nodeLog) int64 {
 }
 
 func FuzzNodeLogRecord(f *testing.F) {
-	f.Add(encodeSave(3, hardState(2, 1, 5), ents(2, 4, 6)))
-	f.Add(encodeSave(1, nil, nil))
+	f.Add(appendSave(nil, 3, hardState(2, 1, 5), ents(2, 4, 6)))
+	f.Add(appendSave(nil, 1, nil, nil))
 	f.Add(encodeSnapshot(9, walSnap(12, 3), true))
 	f.Add(encodeRemove(4))
 	f.Add(encodeCheckpoint([]groupState{{group: 1, hs: hardState(1, 1, 1)}, {group: 2, snap: walSnap(4, 1)}}))
@@ -363,7 +351,7 @@ func FuzzNodeLogRecord(f *testing.F) {
 		var again []byte
 		switch rec.kind {
 		case recSave:
-			again = encodeSave(rec.group, rec.hs, rec.ents)
+			again = appendSave(nil, rec.group, rec.hs, rec.ents)
 		case recSnapshot:
 			again = encodeSnapshot(rec.group, rec.snap, rec.install)
 		case recRemove:

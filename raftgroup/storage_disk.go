@@ -101,10 +101,11 @@ func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
 	if sn != nil {
 		start = &walpb.Snapshot{Index: new(sn.GetMetadata().GetIndex()), Term: new(sn.GetMetadata().GetTerm()), ConfState: sn.GetMetadata().GetConfState()}
 	}
-	got, hs, ents, err := s.readWAL(walDir, start, true)
+	w, got, hs, ents, err := readWAL(s.zl, walDir, start)
 	if err != nil {
 		return err
 	}
+	s.w = w
 	if string(got) != string(meta) {
 		return fmt.Errorf("open wal %s: written for node/group %x, not %x", walDir, got, meta)
 	}
@@ -115,21 +116,24 @@ func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
 	return nil
 }
 
-func (s *DiskStorage) readWAL(walDir string, start *walpb.Snapshot, repair bool) ([]byte, *raftpb.HardState, []*raftpb.Entry, error) {
-	w, err := wal.Open(s.zl, walDir, start)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open wal %s: %w", walDir, err)
+// readWAL opens the etcd WAL in walDir at start and reads it all. A torn
+// last record (a crash mid-write) is repaired once, as etcd does; the WAL
+// returned is ready to append.
+func readWAL(zl *zap.Logger, walDir string, start *walpb.Snapshot) (*wal.WAL, []byte, *raftpb.HardState, []*raftpb.Entry, error) {
+	for repaired := false; ; repaired = true {
+		w, err := wal.Open(zl, walDir, start)
+		if err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("open wal %s: %w", walDir, err)
+		}
+		meta, hs, ents, err := w.ReadAll()
+		if err == nil {
+			return w, meta, hs, ents, nil
+		}
+		w.Close()
+		if repaired || !errors.Is(err, io.ErrUnexpectedEOF) || !wal.Repair(zl, walDir) {
+			return nil, nil, nil, nil, fmt.Errorf("read wal %s: %w", walDir, err)
+		}
 	}
-	meta, hs, ents, err := w.ReadAll()
-	if err == nil {
-		s.w = w
-		return meta, hs, ents, nil
-	}
-	w.Close()
-	if repair && errors.Is(err, io.ErrUnexpectedEOF) && wal.Repair(s.zl, walDir) {
-		return s.readWAL(walDir, start, false)
-	}
-	return nil, nil, nil, fmt.Errorf("read wal %s: %w", walDir, err)
 }
 
 // Load returns the state read when the storage was opened.
