@@ -43,6 +43,7 @@ func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 		}
 	}
 	if r.Acks == 0 || len(waits) == 0 {
+		n.addLeaderEndpoints(resp)
 		n.metrics.countProduce(resp)
 		if r.Acks == 0 {
 			return kafka.NoResponse()
@@ -57,6 +58,7 @@ func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 		for _, w := range waits {
 			w(ctx)
 		}
+		n.addLeaderEndpoints(resp)
 		// Counted once the waits have filled in every outcome: an error
 		// found at apply (a sequence gap) or a timeout is not a success.
 		n.metrics.countProduce(resp)
@@ -110,6 +112,9 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 	st := rep.group.Status()
 	if !st.IsLeader() {
 		rep.produceMu.Unlock()
+		if st.Leader == 0 { // an election: answer once its winner is known
+			return func(ctx context.Context) { n.answerNotLeader(ctx, rep, sp) }
+		}
 		n.fillLeaderFromStatus(sp, st)
 		sp.BaseOffset, sp.LogStartOffset = -1, -1
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
@@ -140,7 +145,10 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 // awaitAppended answers once the batch is durable in the leader's WAL,
 // with the offset the projection gave it.
 func (n *Node) awaitAppended(ctx context.Context, rep *replica, p *raftgroup.Proposal, base int64, sp *kmsg.ProduceResponseTopicPartition) {
-	if _, _, err := p.WaitAppended(ctx); err != nil {
+	if _, _, err := p.WaitAppended(ctx); err != nil && isLeadershipLoss(err) {
+		n.answerNotLeader(ctx, rep, sp)
+		return
+	} else if err != nil {
 		sp.BaseOffset, sp.LogStartOffset = -1, -1
 		sp.ErrorCode = proposeErrCode(err)
 		return
@@ -150,6 +158,10 @@ func (n *Node) awaitAppended(ctx context.Context, rep *replica, p *raftgroup.Pro
 
 func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Proposal, sp *kmsg.ProduceResponseTopicPartition) {
 	res, err := p.Wait(ctx)
+	if err != nil && isLeadershipLoss(err) {
+		n.answerNotLeader(ctx, rep, sp)
+		return
+	}
 	if err != nil {
 		sp.BaseOffset, sp.LogStartOffset = -1, -1
 		sp.ErrorCode = proposeErrCode(err)

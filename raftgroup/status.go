@@ -42,10 +42,14 @@ type Status struct {
 	Group, Node uint64
 	Term        uint64
 	Leader      uint64 // 0: none known
-	Role        Role
-	Commit      uint64
-	Applied     uint64
-	LastIndex   uint64
+	// LeadTransferee is the replica a leader is handing leadership to (0:
+	// none). Raft refuses proposals until the transfer ends, within an
+	// election timeout.
+	LeadTransferee uint64
+	Role           Role
+	Commit         uint64
+	Applied        uint64
+	LastIndex      uint64
 
 	Voters         []uint64
 	VotersOutgoing []uint64 // non-empty during a joint configuration
@@ -72,7 +76,8 @@ func (s Status) Members() []uint64 {
 }
 
 func (s *Status) sameAs(o *Status) bool {
-	return s.Term == o.Term && s.Leader == o.Leader && s.Role == o.Role && s.Commit == o.Commit &&
+	return s.Term == o.Term && s.Leader == o.Leader && s.LeadTransferee == o.LeadTransferee &&
+		s.Role == o.Role && s.Commit == o.Commit &&
 		s.Applied == o.Applied && s.LastIndex == o.LastIndex && s.Quiesced == o.Quiesced &&
 		s.Stopped == o.Stopped && slices.Equal(s.Voters, o.Voters) &&
 		slices.Equal(s.VotersOutgoing, o.VotersOutgoing) && slices.Equal(s.Learners, o.Learners) &&
@@ -127,7 +132,7 @@ func (g *Group) publishStatus() {
 	bs := g.raw.BasicStatus()
 	s := Status{
 		Group: g.id, Node: g.node,
-		Term: bs.HardState.GetTerm(), Leader: bs.Lead, Role: roleOf(bs.RaftState),
+		Term: bs.HardState.GetTerm(), Leader: bs.Lead, LeadTransferee: bs.LeadTransferee, Role: roleOf(bs.RaftState),
 		Commit: bs.HardState.GetCommit(), Applied: g.applied, LastIndex: g.lastIndex(),
 		Quiesced: g.quiesced.Load(), Stopped: g.halted,
 		Voters: g.conf.Voters, VotersOutgoing: g.conf.VotersOutgoing,

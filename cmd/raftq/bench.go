@@ -31,6 +31,18 @@ type benchResult struct {
 	Acks        string  `json:"acks"`
 	Compression string  `json:"compression"`
 	TargetRate  float64 `json:"target_rate,omitempty"`
+	// Intervals, with --interval, splits the run by send time, so that a
+	// stall (a leader change, a slow disk) shows when it happened.
+	Intervals []benchInterval `json:"intervals,omitempty"`
+}
+
+// benchInterval is one slice of a run, by the records' send time.
+type benchInterval struct {
+	StartS float64 `json:"start_s"`
+	Acked  int     `json:"acked"`
+	P50ms  float64 `json:"p50_ms"`
+	P99ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
 }
 
 type benchFlags struct {
@@ -44,6 +56,7 @@ type benchFlags struct {
 	producers  int
 	jsonOut    bool
 	compress   string
+	interval   time.Duration
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -61,11 +74,12 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&b.producers, "producers", 1, "concurrent producer clients")
 	fs.BoolVar(&b.jsonOut, "json", false, "print the result as JSON")
 	fs.StringVar(&b.compress, "compression", "none", "batch compression: none, snappy, lz4 or zstd (values are random, so it saves little)")
+	fs.DurationVar(&b.interval, "interval", 0, "also report latency per interval of send time (e.g. 1s), to see when a stall happened")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if b.producers < 1 || b.size < 0 {
-		return usageError{errors.New("--producers must be positive and --record-size non-negative")}
+	if b.producers < 1 || b.size < 0 || b.interval < 0 {
+		return usageError{errors.New("--producers must be positive, --record-size and --interval non-negative")}
 	}
 	if err := ensureTopic(ctx, cf, b.topic, b.partitions, b.rf); err != nil {
 		return err
@@ -117,8 +131,8 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/50)))
 	}
 	var sent, failed atomic.Int64
-	lat := &latencies{}
 	start := time.Now()
+	lat := &latencies{start: start}
 	var wg sync.WaitGroup
 	var errs []error
 	var mu sync.Mutex
@@ -158,7 +172,7 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 				failed.Add(1)
 				return
 			}
-			lat.add(time.Since(began))
+			lat.add(began, time.Since(began))
 		})
 	}
 	return cl.Flush(context.Background())
@@ -201,30 +215,61 @@ func compressionOpt(name string) (kgo.Opt, error) {
 
 // latencies collects every acknowledged record's latency.
 type latencies struct {
-	mu sync.Mutex
-	ns []int64
+	start time.Time
+	mu    sync.Mutex
+	ns    []int64
+	sent  []int64 // send time of ns[i], from start
 }
 
-func (l *latencies) add(d time.Duration) {
+func (l *latencies) add(sent time.Time, d time.Duration) {
 	l.mu.Lock()
 	l.ns = append(l.ns, int64(d))
+	l.sent = append(l.sent, int64(sent.Sub(l.start)))
 	l.mu.Unlock()
+}
+
+// intervals splits the latencies by send time; l.mu held.
+func (l *latencies) intervals(every time.Duration) []benchInterval {
+	var buckets [][]int64
+	for i, at := range l.sent {
+		k := int(at / int64(every))
+		for len(buckets) <= k {
+			buckets = append(buckets, nil)
+		}
+		buckets[k] = append(buckets[k], l.ns[i])
+	}
+	out := make([]benchInterval, len(buckets))
+	for k, ns := range buckets {
+		slices.Sort(ns)
+		out[k] = benchInterval{StartS: (time.Duration(k) * every).Seconds(), Acked: len(ns),
+			P50ms: percentile(ns, 0.50), P99ms: percentile(ns, 0.99), MaxMs: percentile(ns, 1)}
+	}
+	return out
+}
+
+// percentile of sorted nanoseconds, in milliseconds.
+func percentile(sorted []int64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	return float64(sorted[min(n-1, int(p*float64(n)))]) / 1e6
 }
 
 func (l *latencies) result(elapsed time.Duration, failed int64, b *benchFlags) benchResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var iv []benchInterval
+	if b.interval > 0 {
+		iv = l.intervals(b.interval)
+	}
 	slices.Sort(l.ns)
 	n := int64(len(l.ns))
-	pct := func(p float64) float64 {
-		if n == 0 {
-			return 0
-		}
-		return float64(l.ns[min(n-1, int64(p*float64(n)))]) / 1e6
-	}
+	pct := func(p float64) float64 { return percentile(l.ns, p) }
 	secs := elapsed.Seconds()
 	return benchResult{
-		Records: n, Failed: failed, Seconds: secs,
+		Intervals: iv,
+		Records:   n, Failed: failed, Seconds: secs,
 		RecordsPerS: float64(n) / secs, MBPerS: float64(n) * float64(b.size) / secs / 1e6,
 		P50ms: pct(0.50), P99ms: pct(0.99), P999ms: pct(0.999), MaxMs: pct(1),
 		RecordSize: b.size, TargetRate: b.rate,
@@ -238,5 +283,8 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
 		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
 	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	for _, iv := range r.Intervals {
+		fmt.Fprintf(e.stdout, "  sent at %6.1fs: %8d acked  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms\n", iv.StartS, iv.Acked, iv.P50ms, iv.P99ms, iv.MaxMs)
+	}
 	return nil
 }

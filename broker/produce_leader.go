@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// A produce that meets a leadership change (a transfer in progress, an
+// election, a proposal the old leader's raft refused or lost) waits for
+// the change to settle and then answers NOT_LEADER_OR_FOLLOWER naming the
+// new leader and its address (KIP-951). Clients then move the partition at
+// once; without the hint they wait for a metadata refresh, which franz-go
+// spaces at least MetadataMinAge (5 s) apart: a leader balance moving six
+// partitions stalled a 150k records/s producer for 2.9 s.
+
+// leaderSettleWait bounds that wait: a transfer ends within an election
+// timeout, and an election usually within two.
+func (n *Node) leaderSettleWait() time.Duration {
+	return 2 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+}
+
+// settledStatus waits until the group knows its leader and no transfer is
+// under way, or until the wait or ctx ends, and returns the latest status.
+func (n *Node) settledStatus(ctx context.Context, rep *replica) raftgroup.Status {
+	ctx, cancel := context.WithTimeout(ctx, n.leaderSettleWait())
+	defer cancel()
+	st, _ := rep.group.WaitStatus(ctx, func(s raftgroup.Status) bool {
+		return s.Leader != 0 && s.LeadTransferee == 0
+	})
+	return st
+}
+
+// answerNotLeader fills sp once leadership has settled: NOT_LEADER with
+// the leader. Should this node still lead (a transfer that timed out, a
+// proposal refused for the uncommitted-bytes limit) the hint names it at
+// the epoch the client knows: clients then retry here after a backoff,
+// where any other retriable code would stall the partition until their
+// next metadata refresh. The batch is not proposed again here: a later
+// request of the same producer may already be on its way.
+func (n *Node) answerNotLeader(ctx context.Context, rep *replica, sp *kmsg.ProduceResponseTopicPartition) {
+	st := n.settledStatus(ctx, rep)
+	sp.BaseOffset, sp.LogStartOffset = -1, -1
+	sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	n.fillLeaderFromStatus(sp, st)
+}
+
+// isLeadershipLoss reports whether a proposal failed because leadership
+// changed (or is changing) under it.
+func isLeadershipLoss(err error) bool {
+	return errors.Is(err, raftgroup.ErrNotLeader) || errors.Is(err, raftgroup.ErrProposalLost) ||
+		errors.Is(err, raftgroup.ErrProposalDropped)
+}
+
+// addLeaderEndpoints lists the address of every leader a NOT_LEADER
+// answer in resp names: clients follow a hint only with its endpoint.
+func (n *Node) addLeaderEndpoints(resp *kmsg.ProduceResponse) {
+	st := n.meta.View()
+	seen := map[int32]bool{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			id := p.CurrentLeader.LeaderID
+			if p.ErrorCode != kerr.NotLeaderForPartition.Code || id < 0 || seen[id] {
+				continue
+			}
+			seen[id] = true
+			b, ok := st.Brokers[uint64(id)]
+			if !ok {
+				continue
+			}
+			rb := kmsg.NewProduceResponseBroker()
+			rb.NodeID = id
+			rb.Host, rb.Port = splitHostPort(b.KafkaAddr)
+			if b.Rack != "" {
+				rb.Rack = &b.Rack
+			}
+			resp.Brokers = append(resp.Brokers, rb)
+		}
+	}
+}
