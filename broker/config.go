@@ -44,6 +44,9 @@ type Config struct {
 	// SharedWAL puts the raft log of every group on the node in one etcd
 	// WAL (raftgroup.Config.SharedWAL).
 	SharedWAL bool
+	// AsyncStorageWrites lets raft groups go on stepping while their log
+	// writes are in flight (raftgroup.Config.AsyncStorageWrites).
+	AsyncStorageWrites bool
 	// WALSegmentBytes is the preallocated size of each etcd WAL file.
 	WALSegmentBytes int64
 	// TickInterval, ElectionTicks and HeartbeatTicks set raft's clocks.

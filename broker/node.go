@@ -127,6 +127,7 @@ func (n *Node) startRaft() error {
 	hc.NodeID, hc.DataDir, hc.Transport = n.cfg.NodeID, n.cfg.DataDir, t
 	hc.TickInterval, hc.ElectionTicks, hc.HeartbeatTicks = n.cfg.TickInterval, n.cfg.ElectionTicks, n.cfg.HeartbeatTicks
 	hc.SnapshotEntries, hc.Fsync, hc.SharedWAL = n.cfg.SnapshotEntries, n.cfg.Fsync, n.cfg.SharedWAL
+	hc.AsyncStorageWrites = n.cfg.AsyncStorageWrites
 	hc.SnapshotCatchUpEntries = min(hc.SnapshotCatchUpEntries, n.cfg.SnapshotEntries)
 	hc.Logger = n.log.With("component", "raft")
 	hc.ObserveSync = func(d time.Duration) { n.metrics.walSync.Observe(d.Seconds()) }

@@ -51,7 +51,7 @@ func (c *benchCluster) close() {
 
 // newBenchCluster starts 3 hosts with real WALs (fsync always) under
 // dir, connected over loopback TCP (transport/peer) or the in-memory fake.
-func newBenchCluster(b *testing.B, dir string, tcp, shared bool, groups int) *benchCluster {
+func newBenchCluster(b *testing.B, dir string, tcp bool, wal string, groups int) *benchCluster {
 	b.Helper()
 	c := &benchCluster{}
 	var mem *raftgroup.MemNet
@@ -66,7 +66,8 @@ func newBenchCluster(b *testing.B, dir string, tcp, shared bool, groups int) *be
 		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("node%d", id))
 		cfg.SnapshotEntries = 1 << 40 // measure the log path, not snapshots
 		cfg.Fatal = func(err error) { panic(err) }
-		cfg.SharedWAL = shared
+		cfg.SharedWAL = wal != "group"
+		cfg.AsyncStorageWrites = wal == "shared-async"
 		var receiverStart func(raftgroup.Receiver) error
 		if tcp {
 			pc := peer.DefaultConfig()
@@ -157,7 +158,8 @@ func BenchmarkPropose(b *testing.B) {
 	// three. 256 KiB per fsync is about what the 64 KiB runs write per WAL
 	// save.
 	b.Run("baseline=fsync-x3/size=262144", func(b *testing.B) { benchFsyncReplicas(b, 256<<10, 3) })
-	for _, run := range []struct{ transport, wal string }{{"mem", "group"}, {"tcp", "group"}, {"tcp", "shared"}} {
+	// wal=shared-async is the shared WAL with AsyncStorageWrites.
+	for _, run := range []struct{ transport, wal string }{{"mem", "group"}, {"tcp", "group"}, {"tcp", "shared"}, {"tcp", "shared-async"}} {
 		for _, c := range []struct{ size, groups, proposers, depth int }{
 			{100, 1, 64, 1}, {100, 64, 64, 1}, {100, 1, 64, 16}, {100, 1, 64, 64}, {100, 64, 64, 16},
 			{64 << 10, 1, 16, 1}, {64 << 10, 1, 16, 8}, {64 << 10, 1, 16, 32}, {64 << 10, 64, 64, 1},
@@ -165,14 +167,14 @@ func BenchmarkPropose(b *testing.B) {
 			name := fmt.Sprintf("transport=%s/wal=%s/size=%d/groups=%d/proposers=%d/depth=%d",
 				run.transport, run.wal, c.size, c.groups, c.proposers, c.depth)
 			b.Run(name, func(b *testing.B) {
-				benchPropose(b, run.transport == "tcp", run.wal == "shared", c.size, c.groups, c.proposers, c.depth)
+				benchPropose(b, run.transport == "tcp", run.wal, c.size, c.groups, c.proposers, c.depth)
 			})
 		}
 	}
 }
 
-func benchPropose(b *testing.B, tcp, shared bool, size, groups, proposers, depth int) {
-	c := newBenchCluster(b, b.TempDir(), tcp, shared, groups)
+func benchPropose(b *testing.B, tcp bool, wal string, size, groups, proposers, depth int) {
+	c := newBenchCluster(b, b.TempDir(), tcp, wal, groups)
 	defer c.close()
 	leaders := make([]atomic.Pointer[raftgroup.Group], groups)
 	for gi := range groups {

@@ -83,6 +83,7 @@ func (c *cluster) config(id uint64) Config {
 		c.mu.Unlock()
 	}
 	cfg.SharedWAL = testSharedWAL
+	cfg.AsyncStorageWrites = testAsyncWrites
 	if c.mod != nil {
 		c.mod(&cfg)
 	}

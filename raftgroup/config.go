@@ -83,6 +83,12 @@ type Config struct {
 	// it each group has its own WAL and fsyncs alone. A group whose
 	// fsync policy differs from Fsync (AlwaysFsync) keeps its own WAL.
 	SharedWAL bool
+	// AsyncStorageWrites lets a group go on stepping raft while its saves
+	// are written (raft's AsynchronousStorageWrites): a leader commits
+	// and applies during its own fsync, and on the shared WAL one fsync
+	// serves several Readys of a group as well as many groups. Storage
+	// that is not an AsyncStorage is then written inline.
+	AsyncStorageWrites bool
 
 	// Bounded queues: per group (proposals, inbound messages) and per
 	// destination node (outbound messages).

@@ -43,9 +43,11 @@ type Group struct {
 	results        []applied // scratch for applyNormal
 	savedTerm      uint64    // term and vote of the last hard state saved
 	savedVote      uint64
-	byIndex        []*Proposal // appended, not yet applied, ascending index
-	unindexed      []*Proposal // stepped this cycle, not yet seen in a Ready
-	forward        bool        // GroupConfig.ForwardProposals
+	appending      []*pendingAppend // AsyncStorageWrites: saves not yet finished, in order
+	held           []*Proposal      // proposals waiting for appending to drain
+	byIndex        []*Proposal      // appended, not yet applied, ascending index
+	unindexed      []*Proposal      // stepped this cycle, not yet seen in a Ready
+	forward        bool             // GroupConfig.ForwardProposals
 	forwarded      []forwardedProposal
 	reads          map[uint64]*readRequest
 	readWait       []*readRequest // index known, waiting for apply
@@ -185,6 +187,7 @@ func (g *Group) openRaft(gc GroupConfig, s State) error {
 		DisableProposalForwarding: !gc.ForwardProposals,
 		StepDownOnRemoval:         true,
 		ReadOnlyOption:            raft.ReadOnlySafe,
+		AsyncStorageWrites:        g.cfg.AsyncStorageWrites,
 		Logger:                    logging.Raft(g.log),
 	}
 	raw, err := raft.NewRawNode(rc)

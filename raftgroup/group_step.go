@@ -38,14 +38,26 @@ func (g *Group) process() bool {
 		active = g.step(m) || active
 	}
 	if len(in.props) > 0 {
-		g.propose(in.props)
+		g.held = append(g.held, in.props...)
 		active = true
 	}
 	if active {
 		g.markActive()
 	}
-	for !g.halted && g.raw.HasReady() {
-		g.handleReady(g.raw.Ready())
+	for g.finishAppends() {
+		if len(g.held) > 0 && len(g.appending) == 0 {
+			props := g.held
+			g.held = nil
+			g.propose(props)
+		}
+		if !g.raw.HasReady() {
+			break
+		}
+		if g.cfg.AsyncStorageWrites {
+			g.handleReadyAsync(g.raw.Ready())
+		} else {
+			g.handleReady(g.raw.Ready())
+		}
 	}
 	g.failUnindexed()
 	if !g.halted {
@@ -264,7 +276,7 @@ func (g *Group) handleReady(rd raft.Ready) {
 	// A Ready with a snapshot also syncs its hard state: its commit index
 	// must not fall behind the durable snapshot (etcd does the same).
 	sync := rd.MustSync || hasSnap
-	if err := g.save(rd, sync); err != nil {
+	if err := g.save(rd.HardState, rd.Entries, sync); err != nil {
 		g.fatal("save entries", err)
 		return
 	}
@@ -299,9 +311,9 @@ func (g *Group) handleReady(rd raft.Ready) {
 // save persists a Ready's hard state and entries. On its own WAL a group
 // counts and times its fsyncs; on the shared node WAL the node log does,
 // since one of its fsyncs serves many groups.
-func (g *Group) save(rd raft.Ready, sync bool) error {
+func (g *Group) save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
 	began := time.Now()
-	if err := g.storage.Save(rd.HardState, rd.Entries, sync); err != nil {
+	if err := g.storage.Save(hs, ents, sync); err != nil {
 		return err
 	}
 	if !sync {
@@ -384,18 +396,28 @@ func (g *Group) readyIsActivity(rd raft.Ready) bool {
 // noteAppended resolves the local append of our own proposals, and fails
 // those whose log position the new entries overwrite.
 func (g *Group) noteAppended(ents []*raftpb.Entry) {
+	for _, p := range g.indexProposals(ents) {
+		p.markAppended()
+	}
+}
+
+// indexProposals gives our own proposals in ents their log position and
+// returns them, after failing those whose position ents overwrite.
+func (g *Group) indexProposals(ents []*raftpb.Entry) []*Proposal {
 	if len(ents) == 0 {
-		return
+		return nil
 	}
 	g.failFrom(ents[0].GetIndex(), ErrProposalLost)
+	first := len(g.byIndex)
 	for _, e := range ents {
 		g.eachOrigin(e, func(o origin) {
 			if p := g.waiters[o.id]; o.node == g.node && p != nil && p.index == 0 {
-				p.markAppended(e.GetIndex(), e.GetTerm())
+				p.markIndexed(e.GetIndex(), e.GetTerm())
 				g.byIndex = append(g.byIndex, p)
 			}
 		})
 	}
+	return g.byIndex[first:len(g.byIndex):len(g.byIndex)]
 }
 
 // eachOrigin calls fn with the origin of every proposal in a normal entry
@@ -487,6 +509,10 @@ func (g *Group) shutdown() {
 	for _, p := range in.props {
 		p.finish(nil, ErrStopped)
 	}
+	for _, p := range g.held {
+		p.finish(nil, ErrStopped)
+	}
+	g.held = nil
 	for id, p := range g.waiters {
 		delete(g.waiters, id)
 		p.finish(nil, ErrStopped)

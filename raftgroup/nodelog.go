@@ -61,7 +61,7 @@ type logWrite struct {
 	snap    *walpb.Snapshot // recSnapshot
 	install bool            // recSnapshot
 	hs      *raftpb.HardState
-	done    chan error // nil: the writer does not wait
+	done    func(error) // nil: nobody waits; else called once written
 }
 
 // groupLog is what the node log knows of one group.
@@ -292,9 +292,19 @@ func (l *nodeLog) closeGroup(id uint64) {
 
 // write queues w and, if wait, blocks until it is durable.
 func (l *nodeLog) write(w *logWrite, wait bool) error {
-	if wait {
-		w.done = make(chan error, 1)
+	if !wait {
+		return l.enqueue(w, false)
 	}
+	ch := make(chan error, 1)
+	w.done = func(err error) { ch <- err }
+	if err := l.enqueue(w, true); err != nil {
+		return err
+	}
+	return <-ch
+}
+
+// enqueue adds w to the next batch; kick wakes the flusher for it.
+func (l *nodeLog) enqueue(w *logWrite, kick bool) error {
 	l.mu.Lock()
 	if err := l.usable(); err != nil {
 		l.mu.Unlock()
@@ -305,14 +315,13 @@ func (l *nodeLog) write(w *logWrite, wait bool) error {
 		l.queued += len(r)
 	}
 	l.mu.Unlock()
-	if !wait {
-		return nil
+	if kick {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
 	}
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
-	return <-w.done
+	return nil
 }
 
 func (l *nodeLog) usable() error {
@@ -329,6 +338,25 @@ func (l *nodeLog) save(group uint64, hs *raftpb.HardState, ents []*raftpb.Entry,
 	w := &logWrite{group: group, kind: recSave, hs: hs}
 	splitSave(w, hs, ents)
 	return l.write(w, sync)
+}
+
+// saveAsync queues a save without waiting: done runs on the flusher once
+// the batch holding it is fsynced (sync), or at once when it is queued.
+// A group's saves reach the WAL, and their done calls run, in the order
+// it queued them.
+func (l *nodeLog) saveAsync(group uint64, hs *raftpb.HardState, ents []*raftpb.Entry, sync bool, done func(error)) {
+	w := &logWrite{group: group, kind: recSave, hs: hs}
+	splitSave(w, hs, ents)
+	if sync {
+		w.done = done
+	}
+	if err := l.enqueue(w, sync); err != nil {
+		done(err)
+		return
+	}
+	if !sync {
+		done(nil)
+	}
 }
 
 // saveChunk bounds the bytes of entries in one record, unless a single

@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// testSharedWAL makes newCluster's hosts use the shared node WAL. Only
-// TestSharedWAL sets it, around subtests that run one at a time.
-var testSharedWAL bool
+// testSharedWAL makes newCluster's hosts use the shared node WAL, and
+// testAsyncWrites turns on AsyncStorageWrites. Only TestSharedWAL and
+// TestAsyncStorageWrites set them, around subtests that run one at a time.
+var testSharedWAL, testAsyncWrites bool
 
 // TestSharedWAL runs the cluster tests that restart nodes, kill leaders,
 // install snapshots and change membership again with every group of a
@@ -18,6 +19,24 @@ var testSharedWAL bool
 func TestSharedWAL(t *testing.T) {
 	testSharedWAL = true
 	defer func() { testSharedWAL = false }()
+	runClusterSuite(t)
+	t.Run("RemovedGroupStaysRemoved", testRemovedGroupStaysRemoved)
+	t.Run("IdleGroupDoesNotPinTheLog", testIdleGroupDoesNotPinTheLog)
+}
+
+// TestAsyncStorageWrites runs the same cluster tests with raft's
+// asynchronous storage writes: on the shared WAL, whose saves complete on
+// its flusher while the groups go on, and on a WAL per group, written
+// inline through the same message path.
+func TestAsyncStorageWrites(t *testing.T) {
+	testAsyncWrites = true
+	defer func() { testAsyncWrites = false }()
+	t.Run("SharedWAL", TestSharedWAL)
+	t.Run("GroupWAL", runClusterSuite)
+}
+
+// runClusterSuite runs the cluster tests that exercise storage.
+func runClusterSuite(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		test func(*testing.T)
@@ -31,8 +50,6 @@ func TestSharedWAL(t *testing.T) {
 		{"MembershipChange3to5to3", TestCluster_MembershipChange3to5to3},
 		{"SnapshotPersistsInBackground", TestCluster_SnapshotPersistsInBackground},
 		{"TransferLeadership", TestGroup_TransferLeadership},
-		{"RemovedGroupStaysRemoved", testRemovedGroupStaysRemoved},
-		{"IdleGroupDoesNotPinTheLog", testIdleGroupDoesNotPinTheLog},
 	} {
 		t.Run(tc.name, tc.test)
 	}

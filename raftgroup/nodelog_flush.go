@@ -72,7 +72,7 @@ func (l *nodeLog) flush() {
 		l.mu.Unlock()
 		for i, w := range batch {
 			if w.done != nil {
-				w.done <- err
+				w.done(err)
 			}
 			batch[i] = nil
 		}

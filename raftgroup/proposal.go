@@ -27,6 +27,7 @@ type Proposal struct {
 	// Written by the group's goroutine before the channel closes that
 	// publishes them.
 	index, term uint64
+	local       bool // durable in this node's log (set before appended closes)
 	value       any
 	err         error
 }
@@ -58,7 +59,7 @@ func (p *Proposal) WaitAppended(ctx context.Context) (index, term uint64, err er
 	case <-ctx.Done():
 		return 0, 0, ctx.Err()
 	}
-	if p.index == 0 {
+	if !p.local {
 		<-p.done // failed before append: err is published with done
 		return 0, 0, p.err
 	}
@@ -82,10 +83,18 @@ func (p *Proposal) Wait(ctx context.Context) (Result, error) {
 // isClosed is only called by the group goroutine, the channels' only
 // closer, so it cannot race with a close.
 //
-// markAppended runs on the group goroutine.
-func (p *Proposal) markAppended(index, term uint64) {
+// markIndexed runs on the group goroutine when raft puts the entry in
+// the log, markAppended once it is durable there (at once in the
+// synchronous Ready loop, later with AsyncStorageWrites).
+func (p *Proposal) markIndexed(index, term uint64) {
 	p.index, p.term = index, term
-	close(p.appended)
+}
+
+func (p *Proposal) markAppended() {
+	if !isClosed(p.appended) { // not failed meanwhile
+		p.local = true
+		close(p.appended)
+	}
 }
 
 // finish runs on the group goroutine.

@@ -39,3 +39,18 @@ type State struct {
 func (s State) IsNew() bool {
 	return s.Snapshot.GetMetadata().GetIndex() == 0 && s.HardState.GetTerm() == 0 && len(s.Entries) == 0
 }
+
+// AsyncStorage is a Storage that can persist without blocking the group.
+// With Config.AsyncStorageWrites a group queues its saves through it and
+// keeps stepping raft (acknowledgements, commits, applies) while they are
+// written; a Storage without it is written inline.
+type AsyncStorage interface {
+	Storage
+	// SaveAsync records hs and ents as Save does, in order with earlier
+	// saves, and calls done with nil once they are durable (or, without
+	// sync, once queued), or with the error that stopped the store. done
+	// may run on any goroutine, even before SaveAsync returns, and must
+	// not block. The group itself orders what follows each save, so done
+	// calls may come in any order.
+	SaveAsync(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool, done func(error))
+}

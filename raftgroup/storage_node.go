@@ -22,7 +22,7 @@ type nodeStorage struct {
 	state State
 }
 
-var _ Storage = (*nodeStorage)(nil)
+var _ AsyncStorage = (*nodeStorage)(nil)
 
 func openNodeStorage(l *nodeLog, dir string, id uint64, zl *zap.Logger) (*nodeStorage, error) {
 	snapDir := filepath.Join(dir, "snap")
@@ -55,6 +55,16 @@ func (s *nodeStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool
 		return nil
 	}
 	return s.log.save(s.id, hs, ents, sync)
+}
+
+// SaveAsync queues the group's record; done runs once the batch holding
+// it is fsynced (sync), or at once.
+func (s *nodeStorage) SaveAsync(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool, done func(error)) {
+	if hs == nil && len(ents) == 0 {
+		done(nil)
+		return
+	}
+	s.log.saveAsync(s.id, hs, ents, sync, done)
 }
 
 // SaveSnapshot writes the snapshot file, then the log's durable record

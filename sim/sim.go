@@ -28,6 +28,9 @@ type Config struct {
 	MaxDelay    int     // ticks an envelope may take; > 0 reorders
 
 	SnapshotEntries uint64 // raftgroup snapshot interval (small: exercises install)
+	// AsyncStorageWrites runs the groups with raft's asynchronous storage
+	// writes; their saves then complete a random number of ticks later.
+	AsyncStorageWrites bool
 
 	// Planted bugs, to prove the checker can fail.
 	LieAboutSync bool
@@ -41,6 +44,7 @@ func DefaultConfig(seed uint64) Config {
 		Seed: seed, Nodes: 3, Groups: 2, Ticks: 80,
 		ProposeRate: 0.4, CrashRate: 0.03, DownTicks: 25, PartRate: 0.03, PartTicks: 25,
 		DropRate: 0.05, MaxDelay: 2, SnapshotEntries: 8,
+		AsyncStorageWrites: seed%2 == 1, // half the seeds
 	}
 }
 
@@ -170,6 +174,7 @@ func (s *Sim) hostConfig(n *node) raftgroup.Config {
 	c.ElectionTicks, c.HeartbeatTicks = 10, 1
 	c.QuiesceAfterTicks, c.KeepaliveTicks, c.PeerTimeoutTicks = 6, 2, 8
 	c.SnapshotEntries, c.SnapshotCatchUpEntries = s.cfg.SnapshotEntries, 2
+	c.AsyncStorageWrites = s.cfg.AsyncStorageWrites
 	c.NewStorage = func(group uint64, _ string) (raftgroup.Storage, error) { return n.stores[group], nil }
 	c.Fatal = func(err error) { s.chk.fail("node %d fatal: %s", n.id, err) }
 	return c
@@ -289,10 +294,24 @@ func (s *Sim) step(load bool) {
 	}
 	for _, n := range s.nodes {
 		if n.up {
+			s.syncSome(n)
 			n.host.Process()
 		}
 	}
 	s.observe()
+}
+
+// syncSome completes the in-flight writes of a random subset of a node's
+// stores (with AsyncStorageWrites; otherwise every sync was inline).
+func (s *Sim) syncSome(n *node) {
+	if !s.cfg.AsyncStorageWrites {
+		return
+	}
+	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
+		if s.rng.IntN(3) == 0 {
+			n.stores[g].Sync()
+		}
+	}
 }
 
 // observe records leaders per term and finished proposals.

@@ -33,11 +33,12 @@ type write struct {
 	hs   *raftpb.HardState
 	ents []*raftpb.Entry
 	snap *raftpb.Snapshot
+	done func(error) // SaveAsync with sync: called once durable
 }
 
 var errClosed = errors.New("sim: store closed")
 
-var _ raftgroup.Storage = (*Store)(nil)
+var _ raftgroup.AsyncStorage = (*Store)(nil)
 
 // Load returns the durable state, deep-copied so that no incarnation
 // shares memory with the "disk".
@@ -75,6 +76,40 @@ func (s *Store) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) erro
 	return nil
 }
 
+// SaveAsync buffers a write like Save. With sync it completes only when
+// the simulator calls Sync (or a later write syncs), so that a group's
+// writes stay in flight across ticks while raft goes on; a crash loses
+// them unacknowledged.
+func (s *Store) SaveAsync(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool, done func(error)) {
+	if s.closed {
+		done(errClosed)
+		return
+	}
+	if hs == nil && len(ents) == 0 {
+		done(nil)
+		return
+	}
+	w := write{ents: slices.Clone(ents)}
+	if hs != nil {
+		w.hs = proto.Clone(hs).(*raftpb.HardState)
+	}
+	if !sync || s.LieAboutSync {
+		s.pending = append(s.pending, w)
+		done(nil)
+		return
+	}
+	w.done = done
+	s.pending = append(s.pending, w)
+}
+
+// Sync makes every buffered write durable and completes the SaveAsync
+// calls waiting for it.
+func (s *Store) Sync() {
+	if !s.closed {
+		s.flush(len(s.pending))
+	}
+}
+
 // SaveSnapshot is durable on return, as the etcd WAL's snapshot record is.
 func (s *Store) SaveSnapshot(snap *raftpb.Snapshot, _ bool) error {
 	if s.closed {
@@ -109,10 +144,16 @@ func (s *Store) Crash(keep int) {
 func (s *Store) Pending() int { return len(s.pending) }
 
 func (s *Store) flush(n int) {
-	for _, w := range s.pending[:n] {
+	done := s.pending[:n]
+	for _, w := range done {
 		s.durable.apply(w)
 	}
 	s.pending = s.pending[n:]
+	for _, w := range done {
+		if w.done != nil {
+			w.done(nil)
+		}
+	}
 }
 
 func (d *state) apply(w write) {

@@ -22,6 +22,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	adminBase := fs.Int("admin-port", 9644, "admin HTTP port of node 1")
 	fsync := fs.String("fsync", "always", "WAL fsync policy: always or never")
 	walMode := fs.String("wal", walMode(broker.DefaultConfig().SharedWAL), walUsage)
+	async := fs.Bool("async-writes", broker.DefaultConfig().AsyncStorageWrites, asyncUsage)
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
 	logLevel := fs.String("log-level", "warn", "node log level")
 	if err := parse(fs, args); err != nil {
@@ -39,7 +40,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cleanup()
-	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode}, *autoCreate, level)
+	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
 	defer func() {
 		for _, n := range started {
 			n.Close()
@@ -66,7 +67,10 @@ func devDataDir(dir string) (string, func(), error) {
 }
 
 // devStorage is the storage flags every dev node shares.
-type devStorage struct{ fsync, wal string }
+type devStorage struct {
+	fsync, wal string
+	async      bool
+}
 
 func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) ([]*broker.Node, error) {
 	cluster := map[uint64]string{}
@@ -83,6 +87,7 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		c.PeerAddr = cluster[uint64(i)]
 		c.AdminAddr = fmt.Sprintf("127.0.0.1:%d", adminBase+i-1)
 		c.AutoCreateTopics = autoCreate
+		c.AsyncStorageWrites = st.async
 		c.DefaultReplicationFactor = int16(min(3, count))
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)

@@ -23,6 +23,8 @@ type serverFlags struct {
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
 
+const asyncUsage = "raft groups keep stepping while their log writes are in flight (a leader commits during its own fsync)"
+
 func walMode(shared bool) string {
 	if shared {
 		return "shared"
@@ -43,6 +45,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.StringVar(&f.cluster, "initial-cluster", "", "every node as id=peer-host:port, comma separated (default: this node alone)")
 	fs.StringVar(&f.fsync, "fsync", "always", "partition WAL fsync policy: always or never (never can lose acknowledged writes on power loss; the metadata log is always fsynced)")
 	fs.StringVar(&f.wal, "wal", walMode(c.SharedWAL), walUsage)
+	fs.BoolVar(&c.AsyncStorageWrites, "async-writes", c.AsyncStorageWrites, asyncUsage)
 	fs.BoolVar(&c.AutoCreateTopics, "auto-create-topics", false, "create unknown topics on Metadata requests")
 	fs.Int32Var(&c.DefaultPartitions, "default-partitions", c.DefaultPartitions, "partitions of auto-created topics")
 	fs.Int16Var(&c.DefaultReplicationFactor, "default-replication-factor", c.DefaultReplicationFactor, "replication factor of topics created without one")
