@@ -17,6 +17,7 @@ import (
 func walLayouts(t *testing.T, f func(t *testing.T, mod func(*Config))) {
 	t.Run("wal=shared", func(t *testing.T) { f(t, nil) })
 	t.Run("wal=group", func(t *testing.T) { f(t, func(c *Config) { c.SharedWAL = false }) })
+	t.Run("wal=shared/async-writes", func(t *testing.T) { f(t, func(c *Config) { c.AsyncStorageWrites = true }) })
 }
 
 func TestNode_TopicLifecycleThroughAnyNode(t *testing.T) { walLayouts(t, testTopicLifecycle) }
