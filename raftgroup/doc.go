@@ -72,9 +72,22 @@
 //
 // Any error from storage or the state machine halts the group on the spot
 // (no Advance, no further write) and calls Config.Fatal once per Host
-// (default: log and os.Exit(1)). AsyncStorageWrites is not used: the
-// measurements below are bounded by fsync count and disk bandwidth, which
-// batching addresses, not by the leader's append latency.
+// (default: log and os.Exit(1)).
+//
+// # With Config.AsyncStorageWrites (group_async.go handleReadyAsync)
+//
+// raft hands the storage work over as messages: messages to peers go out
+// at once; the append (entries, hard state, a received snapshot) goes to
+// AsyncStorage.SaveAsync (the shared WAL's flusher; any other Storage is
+// written inline, and an append with a snapshot is saved at once, hard
+// state with it); appends finish in the order raft issued them, each
+// mirrored into MemoryStorage, the snapshot restored, our proposals
+// marked appended, and its held-back responses stepped or sent; committed
+// entries, which raft hands out only once durable here, are applied
+// inline. There is no Advance. New proposals wait while an append is in
+// flight, so that they batch as behind a synchronous fsync. Off by
+// default: it helps few groups of large entries and costs many groups of
+// small ones (BENCHMARKS.md).
 //
 // Restart: storage is loaded into MemoryStorage; a StateMachine whose
 // Applied() is behind the snapshot is Restored from it; raft.Config.Applied
