@@ -72,12 +72,31 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, p.Index, err)
 	}
 	r.group = g
-	if p.Replicas[0] == n.cfg.NodeID && g.Status().Term == 0 {
-		// A brand-new group: let the preferred leader stand first, so that
-		// leaders spread as placement intended.
-		_ = g.Campaign()
+	if st := g.Status(); p.Replicas[0] == n.cfg.NodeID && st.Term <= 1 && st.Leader == 0 {
+		// A brand-new group (raft bootstraps it at term 1): let the
+		// preferred leader stand first, so that leaders spread as
+		// placement intended and no leader balance moves them later.
+		go n.standFirst(g)
 	}
 	return r, nil
+}
+
+// standFirst campaigns every tick until the new group has a leader, for
+// at most one election timeout (the earliest the other replicas stand).
+// A vote request can reach a peer before that peer has created the group,
+// and be dropped; and raft will not campaign before the bootstrap
+// configuration entries are applied.
+func (n *Node) standFirst(g *raftgroup.Group) {
+	for range n.cfg.ElectionTicks {
+		st := g.Status()
+		if st.Leader != 0 || st.Stopped {
+			return
+		}
+		if st.Applied >= st.Commit && g.Campaign() != nil {
+			return
+		}
+		time.Sleep(n.cfg.TickInterval)
+	}
 }
 
 // logConfig turns a topic's configs into the partition log's.

@@ -191,3 +191,17 @@ func TestNode_LeadershipReturnsToPreferredReplica(t *testing.T) {
 		return r != nil && r.group.Status().IsLeader()
 	})
 }
+
+// A new topic's partitions start led by their preferred replicas, so that
+// no leader balance has to move them (and their producers) seconds later.
+func TestNode_NewTopicStartsOnPreferredLeaders(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderBalanceInterval = 0 })
+	createTopic(t, c.client(), "fresh", 12, 3)
+	for p := int32(0); p < 12; p++ {
+		ref, _ := c.nodes[1].partitionRef("fresh", p)
+		want := ref.Partition.Replicas[0]
+		if got := leaderOfPartition(t, c, "fresh", p); got != want {
+			t.Errorf("partition %d: first leader %d, preferred %d", p, got, want)
+		}
+	}
+}

@@ -72,7 +72,11 @@ type groupLog struct {
 	ents    []*raftpb.Entry // replayed entries, handed over once by claim
 	opened  bool            // a Storage is using the group
 	claimed bool            // it was opened once in this process
-	stale   int             // checkpoints in a row it held old records
+	stale   int             // checkpoints in a row it held stalePin
+	// stalePin is the oldest record it held at the last checkpoint. A
+	// busy group holds old records at every checkpoint too (its snapshots
+	// come less often), but never the same one twice.
+	stalePin uint64
 }
 
 // logPin says record seq holds entries up to raft index last.

@@ -209,8 +209,11 @@ func (l *nodeLog) pinnedStart(seq uint64) (start uint64, stale []uint64) {
 	stale = stale[:min(len(stale), compactPerCheckpoint)]
 	for _, id := range stale {
 		g := l.groups[id]
+		if g.pins[0].seq != g.stalePin {
+			g.stale, g.stalePin = 0, g.pins[0].seq
+		}
 		if g.stale++; g.stale == 3 || g.stale%100 == 0 {
-			l.zl.Warn("a raft group keeps old node wal segments from being deleted: it has log entries it cannot snapshot (not applied, or the group is not running here)",
+			l.zl.Warn("a raft group keeps old node wal segments from being deleted: it has held the same log entries for three checkpoints and cannot snapshot them (not applied, or the group is not running here)",
 				zap.Uint64("group", id), zap.Int("checkpoints", g.stale), zap.Uint64("record", g.pins[0].seq))
 		}
 	}

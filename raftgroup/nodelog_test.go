@@ -416,3 +416,33 @@ func TestNodeLog_CompactsOldestFirst(t *testing.T) {
 		}
 	}
 }
+
+// A group that keeps old records because it snapshots less often than
+// the log checkpoints, but releases them, is not reported as stuck; one
+// that holds the same record for three checkpoints is.
+func TestNodeLog_ReportsOnlyStuckPins(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	defer l.close()
+	checkpoint := func() {
+		l.mu.Lock()
+		l.lastCkp = l.seq
+		l.mu.Unlock()
+		l.pinnedStart(l.seq + 1)
+	}
+	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 1)) // group 1: stuck
+	for i := uint64(1); i <= 4; i++ {                     // group 2: busy
+		mustSave(t, l, 2, hardState(1, 1, i-1), ents(1, i, i))
+		if i > 1 {
+			l.release(2, i-1)
+		}
+		checkpoint()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.groups[2].stale; s != 1 {
+		t.Errorf("busy group: stale for %d checkpoints, want 1 (a new oldest record each time)", s)
+	}
+	if s := l.groups[1].stale; s < 3 {
+		t.Errorf("stuck group: stale for %d checkpoints, want at least 3", s)
+	}
+}
