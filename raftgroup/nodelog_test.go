@@ -430,7 +430,7 @@ func TestNodeLog_ReportsOnlyStuckPins(t *testing.T) {
 		l.pinnedStart(l.seq + 1)
 	}
 	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 1)) // group 1: stuck
-	for i := uint64(1); i <= 4; i++ {                     // group 2: busy
+	for i := uint64(1); i <= 4; i++ {                    // group 2: busy
 		mustSave(t, l, 2, hardState(1, 1, i-1), ents(1, i, i))
 		if i > 1 {
 			l.release(2, i-1)
