@@ -263,9 +263,10 @@ func (l *latencies) result(elapsed time.Duration, failed int64, b *benchFlags) b
 	if b.interval > 0 {
 		iv = l.intervals(b.interval)
 	}
-	slices.Sort(l.ns)
-	n := int64(len(l.ns))
-	pct := func(p float64) float64 { return percentile(l.ns, p) }
+	ns := slices.Clone(l.ns) // l.ns stays paired with l.sent
+	slices.Sort(ns)
+	n := int64(len(ns))
+	pct := func(p float64) float64 { return percentile(ns, p) }
 	secs := elapsed.Seconds()
 	return benchResult{
 		Intervals: iv,

@@ -16,11 +16,14 @@ func TestServerFlags_WAL(t *testing.T) {
 		args   []string
 		shared bool
 		bad    bool
+		async  bool
 	}{
-		{nil, true, false},
-		{[]string{"--wal", "shared"}, true, false},
-		{[]string{"--wal", "group"}, false, false},
-		{[]string{"--wal", "per-node"}, false, true},
+		{nil, true, false, false},
+		{[]string{"--wal", "shared"}, true, false, false},
+		{[]string{"--wal", "group"}, false, false, false},
+		{[]string{"--wal", "per-node"}, false, true, false},
+		{[]string{"--async-writes"}, true, false, true},
+		{[]string{"--wal", "group", "--async-writes=true"}, false, false, true},
 	} {
 		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -37,6 +40,8 @@ func TestServerFlags_WAL(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 		case !tc.bad && cfg.SharedWAL != tc.shared:
 			t.Errorf("%v: SharedWAL %v, want %v", tc.args, cfg.SharedWAL, tc.shared)
+		case !tc.bad && cfg.AsyncStorageWrites != tc.async:
+			t.Errorf("%v: AsyncStorageWrites %v, want %v", tc.args, cfg.AsyncStorageWrites, tc.async)
 		}
 	}
 }

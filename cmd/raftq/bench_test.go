@@ -1,0 +1,41 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// --interval splits the latencies by when each record was sent, so that a
+// stall shows in the second it happened, while the run's percentiles
+// still cover every record.
+func TestBenchIntervals(t *testing.T) {
+	start := time.Unix(1000, 0)
+	l := &latencies{start: start}
+	for i := range 100 { // second 0: 100 records of 1 ms
+		l.add(start.Add(time.Duration(i)*time.Millisecond), time.Millisecond)
+	}
+	l.add(start.Add(1500*time.Millisecond), 2*time.Second) // second 1: one stalled record
+	for i := range 10 {                                    // second 2: 10 records of 3 ms
+		l.add(start.Add(2*time.Second+time.Duration(i)*time.Millisecond), 3*time.Millisecond)
+	}
+	res := l.result(3*time.Second, 0, &benchFlags{size: 100, interval: time.Second})
+	if res.Records != 111 || res.MaxMs != 2000 {
+		t.Errorf("run: %d records, max %.0f ms; want 111 and 2000", res.Records, res.MaxMs)
+	}
+	want := []benchInterval{
+		{StartS: 0, Acked: 100, P50ms: 1, P99ms: 1, MaxMs: 1},
+		{StartS: 1, Acked: 1, P50ms: 2000, P99ms: 2000, MaxMs: 2000},
+		{StartS: 2, Acked: 10, P50ms: 3, P99ms: 3, MaxMs: 3},
+	}
+	if len(res.Intervals) != len(want) {
+		t.Fatalf("intervals %+v, want %+v", res.Intervals, want)
+	}
+	for i, iv := range res.Intervals {
+		if iv != want[i] {
+			t.Errorf("interval %d: %+v, want %+v", i, iv, want[i])
+		}
+	}
+	if res := l.result(3*time.Second, 0, &benchFlags{size: 100}); res.Intervals != nil {
+		t.Errorf("intervals without --interval: %+v", res.Intervals)
+	}
+}
