@@ -46,12 +46,8 @@ type pendingAppend struct {
 //
 // There is no Advance: raft learns what is done from the responses.
 func (g *Group) handleReadyAsync(rd raft.Ready) {
-	g.metrics.readys.Add(1)
-	t := startReadyTimer()
+	t := g.beginReady(rd)
 	defer t.report(g.log, &g.slow)
-	if g.readyIsActivity(rd) {
-		g.markActive()
-	}
 	var appendMsg, applyMsg *raftpb.Message
 	out := rd.Messages[:0]
 	for _, m := range rd.Messages {
@@ -75,11 +71,7 @@ func (g *Group) handleReadyAsync(rd raft.Ready) {
 	if applyMsg != nil && !g.applyMessage(applyMsg) {
 		return
 	}
-	t.mark(&t.apply)
-	g.noteReadStates(rd.ReadStates)
-	g.noteSoftState(rd.SoftState)
-	g.maybeSnapshot()
-	t.mark(&t.snapshot)
+	g.endReady(rd, &t)
 }
 
 // queueAppend starts the save of an append message.

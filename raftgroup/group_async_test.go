@@ -2,6 +2,7 @@ package raftgroup
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -114,4 +115,29 @@ func TestAsyncStorageWrites_LeaderCommitsDuringItsOwnFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.converged(1, []string{"before", "during"}, 1, 2, 3)
+}
+
+// A proposal taken in the same turn as an operation that halts the group
+// fails with ErrStopped instead of waiting for ever.
+func TestGroup_ProposalTakenWithAHaltFails(t *testing.T) {
+	c := newCluster(t, 1, []uint64{1}, nil)
+	l := c.leader(1)
+	started, release := make(chan struct{}), make(chan struct{})
+	if err := l.submit(func() { close(started); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-started // the group is busy: what follows lands in one inbox
+	if err := l.submit(func() { l.fatal("test", errors.New("halt")) }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := l.Propose(ctx, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if _, err := p.Wait(ctx); !errors.Is(err, ErrStopped) {
+		t.Fatalf("proposal taken with the halt: %v, want ErrStopped", err)
+	}
 }

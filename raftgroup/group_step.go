@@ -60,10 +60,12 @@ func (g *Group) process() bool {
 		}
 	}
 	g.failUnindexed()
-	if !g.halted {
-		g.publishStatus()
+	if g.halted {
+		g.failHeld() // queued behind an append, or taken in after a halt
+		return false
 	}
-	return !g.halted
+	g.publishStatus()
+	return true
 }
 
 // tick advances raft's clock by one tick and decides about quiescence.
@@ -251,12 +253,8 @@ func (g *Group) failUnindexed() {
 // A storage or state-machine error halts the group (no Advance, nothing
 // more is written) and calls the Host's fatal handler.
 func (g *Group) handleReady(rd raft.Ready) {
-	g.metrics.readys.Add(1)
-	t := startReadyTimer()
+	t := g.beginReady(rd)
 	defer t.report(g.log, &g.slow)
-	if g.readyIsActivity(rd) {
-		g.markActive()
-	}
 	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
 	early := g.canSendEarly(rd, hasSnap)
 	if early {
@@ -297,15 +295,31 @@ func (g *Group) handleReady(rd raft.Ready) {
 	if !g.applyCommitted(rd.CommittedEntries) {
 		return
 	}
+	g.endReady(rd, &t)
+	if g.halted {
+		return
+	}
+	g.raw.Advance(rd)
+}
+
+// beginReady counts a Ready, notes whether it shows activity, and starts
+// its timer.
+func (g *Group) beginReady(rd raft.Ready) readyTimer {
+	g.metrics.readys.Add(1)
+	if g.readyIsActivity(rd) {
+		g.markActive()
+	}
+	return startReadyTimer()
+}
+
+// endReady is the tail both Ready loops share, once the committed entries
+// are applied: read states, leadership news, and a snapshot if one is due.
+func (g *Group) endReady(rd raft.Ready, t *readyTimer) {
 	t.mark(&t.apply)
 	g.noteReadStates(rd.ReadStates)
 	g.noteSoftState(rd.SoftState)
 	g.maybeSnapshot()
 	t.mark(&t.snapshot)
-	if g.halted {
-		return
-	}
-	g.raw.Advance(rd)
 }
 
 // save persists a Ready's hard state and entries. On its own WAL a group
@@ -484,6 +498,14 @@ func (g *Group) noteSoftState(ss *raft.SoftState) {
 	g.lastSoft = *ss
 }
 
+// failHeld fails the proposals waiting to be stepped.
+func (g *Group) failHeld() {
+	for _, p := range g.held {
+		p.finish(nil, ErrStopped)
+	}
+	g.held = nil
+}
+
 // fatal halts the group: nothing more is persisted, sent or applied, every
 // waiter fails with ErrStopped, and the Host's fatal handler runs.
 func (g *Group) fatal(op string, err error) {
@@ -509,10 +531,7 @@ func (g *Group) shutdown() {
 	for _, p := range in.props {
 		p.finish(nil, ErrStopped)
 	}
-	for _, p := range g.held {
-		p.finish(nil, ErrStopped)
-	}
-	g.held = nil
+	g.failHeld()
 	for id, p := range g.waiters {
 		delete(g.waiters, id)
 		p.finish(nil, ErrStopped)
