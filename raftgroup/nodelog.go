@@ -31,13 +31,14 @@ type nodeLog struct {
 	// not block (the flusher calls it).
 	compact func(group uint64)
 
-	mu     sync.Mutex // guards the fields below; a leaf lock
-	queue  []*logWrite
-	queued int   // bytes in queue
-	err    error // sticky: after a failed write nothing more is written
-	closed bool
-	groups map[uint64]*groupLog // live and replayed groups
-	syncs  uint64
+	mu      sync.Mutex // guards the fields below; a leaf lock
+	queue   []*logWrite
+	queued  int   // bytes in queue
+	waiting int   // writes in queue that someone waits for
+	err     error // sticky: after a failed write nothing more is written
+	closed  bool
+	groups  map[uint64]*groupLog // live and replayed groups
+	syncs   uint64
 
 	// Owned by the flusher goroutine (and by open, before it starts).
 	spare   []*logWrite // the previous batch's array, for the next queue
@@ -317,6 +318,9 @@ func (l *nodeLog) enqueue(w *logWrite, kick bool) error {
 	l.queue = append(l.queue, w)
 	for _, r := range w.recs {
 		l.queued += len(r)
+	}
+	if w.done != nil {
+		l.waiting++
 	}
 	l.mu.Unlock()
 	if kick {

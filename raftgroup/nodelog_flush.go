@@ -23,13 +23,13 @@ func (l *nodeLog) run() {
 		select {
 		case <-l.kick:
 		case <-l.stopc:
-			l.flush() // closing: what is still queued
+			l.flush(true) // closing: what is still queued
 			return
 		}
 		if l.queuedBytes() < yieldBelow {
 			runtime.Gosched()
 		}
-		l.flush()
+		l.flush(false)
 	}
 }
 
@@ -45,14 +45,21 @@ func (l *nodeLog) queuedBytes() int {
 	return l.queued
 }
 
-// flush writes batches until the queue is empty. Writers that arrive
-// while a batch is being written form the next one.
-func (l *nodeLog) flush() {
+// flush writes batches while someone waits for a queued write (all: until
+// the queue is empty). Writers that arrive while a batch is being written
+// form the next one; writes nobody waits for (a commit index moving on)
+// go with the next batch that must be durable, not in an fsync of their
+// own.
+func (l *nodeLog) flush(all bool) {
 	for {
 		l.mu.Lock()
+		if !all && l.waiting == 0 {
+			l.mu.Unlock()
+			return
+		}
 		batch := l.queue
 		l.queue, l.spare = l.spare[:0], nil
-		l.queued = 0
+		l.queued, l.waiting = 0, 0
 		err := l.err
 		l.mu.Unlock()
 		if len(batch) == 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
@@ -445,4 +446,27 @@ func TestNodeLog_ReportsOnlyStuckPins(t *testing.T) {
 	if s := l.groups[1].stale; s < 3 {
 		t.Errorf("stuck group: stale for %d checkpoints, want at least 3", s)
 	}
+}
+
+// A write nobody waits for (a commit index moving on) gets no fsync of its
+// own: it goes with the next one that must be durable.
+func TestNodeLog_UnwaitedWritesJoinTheNextFsync(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 2))
+	before := l.fsyncs()
+	if err := l.save(1, hardState(1, 1, 2), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	l.kick <- struct{}{} // as if another writer had woken the flusher
+	time.Sleep(100 * time.Millisecond)
+	if got := l.fsyncs(); got != before {
+		t.Errorf("%d fsyncs for a write nobody waits for", got-before)
+	}
+	mustSave(t, l, 2, hardState(3, 3, 0), ents(3, 1, 1))
+	if got := l.fsyncs(); got != before+1 {
+		t.Errorf("%d fsyncs for the next durable save, want 1 carrying both", got-before)
+	}
+	l = reopen(t, l)
+	defer l.close()
+	wantGroup(t, l, 1, "hs=1/1/2 snap=0 ents=1/1,1/2")
 }
