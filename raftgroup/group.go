@@ -40,14 +40,13 @@ type Group struct {
 	snapping       *snapJob // a snapshot being written in the background
 	slow           slowLog
 	waiters        map[uint64]*Proposal
-	results        []applied // scratch for applyNormal
-	savedTerm      uint64    // term and vote of the last hard state saved
-	savedVote      uint64
-	appending      []*pendingAppend // AsyncStorageWrites: saves not yet finished, in order
-	held           []*Proposal      // proposals waiting for appending to drain
-	byIndex        []*Proposal      // appended, not yet applied, ascending index
-	unindexed      []*Proposal      // stepped this cycle, not yet seen in a Ready
-	forward        bool             // GroupConfig.ForwardProposals
+	results        []applied         // scratch for applyNormal
+	saved          *raftpb.HardState // the last hard state handed to storage
+	appending      []*pendingAppend  // AsyncStorageWrites: saves not yet finished, in order
+	held           []*Proposal       // proposals waiting for appending to drain
+	byIndex        []*Proposal       // appended, not yet applied, ascending index
+	unindexed      []*Proposal       // stepped this cycle, not yet seen in a Ready
+	forward        bool              // GroupConfig.ForwardProposals
 	forwarded      []forwardedProposal
 	reads          map[uint64]*readRequest
 	readWait       []*readRequest // index known, waiting for apply
@@ -151,7 +150,7 @@ func (g *Group) restoreStorage(s State) error {
 		if err := g.mem.SetHardState(s.HardState); err != nil {
 			return fmt.Errorf("group %d: set hard state: %w", g.id, err)
 		}
-		g.savedTerm, g.savedVote = s.HardState.GetTerm(), s.HardState.GetVote()
+		g.saved = s.HardState
 	}
 	if err := g.mem.Append(s.Entries); err != nil {
 		return fmt.Errorf("group %d: append entries: %w", g.id, err)

@@ -1,7 +1,6 @@
 package raftgroup
 
 import (
-	"errors"
 	"slices"
 	"sync/atomic"
 
@@ -76,41 +75,23 @@ func (g *Group) handleReadyAsync(rd raft.Ready) {
 
 // queueAppend starts the save of an append message.
 func (g *Group) queueAppend(m *raftpb.Message) bool {
-	snap := m.GetSnapshot()
-	hasSnap := !raft.IsEmptySnap(snap)
-	if hasSnap {
-		// Our own snapshot must not race the leader's into storage.
-		if err := g.waitSnapshot(); err != nil {
-			g.fatal("snapshot", err)
-			return false
-		}
-		if err := g.storage.SaveSnapshot(snap, true); err != nil {
-			g.fatal("save snapshot", err)
-			return false
-		}
-	}
-	hs := appendHardState(m)
-	// raft.MustSync's rule, plus a snapshot's hard state (see handleReady).
-	sync := hasSnap || len(m.GetEntries()) > 0 ||
-		hs != nil && (hs.GetTerm() != g.savedTerm || hs.GetVote() != g.savedVote)
-	if hs != nil {
-		g.savedTerm, g.savedVote = hs.GetTerm(), hs.GetVote()
-	}
-	pa := &pendingAppend{m: m, props: slices.Clone(g.indexProposals(m.GetEntries()))}
+	snap, hs, ents := m.GetSnapshot(), appendHardState(m), m.GetEntries()
+	sync := len(ents) > 0 || hs != nil && raft.MustSync(hs, g.saved, 0)
+	pa := &pendingAppend{m: m, props: slices.Clone(g.indexProposals(ents))}
 	g.appending = append(g.appending, pa)
 	as, ok := g.storage.(AsyncStorage)
-	if !ok || hasSnap {
-		// A snapshot's hard state and entries are saved at once, as in
-		// handleReady: a crash must not find the snapshot durable with a
-		// commit index from before it.
-		pa.err = g.save(hs, m.GetEntries(), sync)
+	if !ok || !raft.IsEmptySnap(snap) {
+		// Written inline, as handleReady does; always so with a snapshot:
+		// a crash must not find it durable with a commit index from
+		// before it.
 		pa.done.Store(true)
-		return true
+		return g.persist(snap, hs, ents, sync)
 	}
+	g.noteSaved(hs)
 	if sync {
 		g.metrics.syncs.Add(1)
 	}
-	as.SaveAsync(hs, m.GetEntries(), sync, func(err error) {
+	as.SaveAsync(hs, ents, sync, func(err error) {
 		pa.err = err
 		pa.done.Store(true)
 		g.notify()
@@ -156,25 +137,10 @@ func (g *Group) finishAppends() bool {
 func (g *Group) finishAppend(pa *pendingAppend) bool {
 	m := pa.m
 	snap := m.GetSnapshot()
-	hasSnap := !raft.IsEmptySnap(snap)
-	if hasSnap {
-		if err := g.mem.ApplySnapshot(snap); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
-			g.fatal("apply snapshot to memory", err)
-			return false
-		}
-	}
-	if hs := appendHardState(m); hs != nil {
-		if err := g.mem.SetHardState(hs); err != nil {
-			g.fatal("set hard state", err)
-			return false
-		}
-	}
-	if err := g.mem.Append(m.GetEntries()); err != nil {
-		g.fatal("append to memory", err)
+	if !g.updateMemory(snap, appendHardState(m), m.GetEntries()) {
 		return false
 	}
-	g.metrics.appended.Add(uint64(len(m.GetEntries())))
-	if hasSnap && !g.restore(snap) {
+	if !raft.IsEmptySnap(snap) && !g.restore(snap) {
 		return false
 	}
 	for _, p := range pa.props {

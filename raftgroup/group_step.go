@@ -38,7 +38,11 @@ func (g *Group) process() bool {
 		active = g.step(m) || active
 	}
 	if len(in.props) > 0 {
-		g.held = append(g.held, in.props...)
+		if len(g.held) == 0 {
+			g.held = in.props // the usual case: nothing held, no copy
+		} else {
+			g.held = append(g.held, in.props...)
+		}
 		active = true
 	}
 	if active {
@@ -260,29 +264,11 @@ func (g *Group) handleReady(rd raft.Ready) {
 	if early {
 		g.send(rd.Messages)
 	}
-	if hasSnap {
-		// Our own snapshot must not race the leader's into storage.
-		if err := g.waitSnapshot(); err != nil {
-			g.fatal("snapshot", err)
-			return
-		}
-		if err := g.storage.SaveSnapshot(rd.Snapshot, true); err != nil {
-			g.fatal("save snapshot", err)
-			return
-		}
-	}
-	// A Ready with a snapshot also syncs its hard state: its commit index
-	// must not fall behind the durable snapshot (etcd does the same).
-	sync := rd.MustSync || hasSnap
-	if err := g.save(rd.HardState, rd.Entries, sync); err != nil {
-		g.fatal("save entries", err)
+	if !g.persist(rd.Snapshot, rd.HardState, rd.Entries, rd.MustSync) {
 		return
 	}
 	t.mark(&t.save)
-	if hs := rd.HardState; hs != nil {
-		g.savedTerm, g.savedVote = hs.GetTerm(), hs.GetVote()
-	}
-	if !g.updateMemory(rd, hasSnap) {
+	if !g.updateMemory(rd.Snapshot, rd.HardState, rd.Entries) {
 		return
 	}
 	g.noteAppended(rd.Entries)
@@ -322,6 +308,39 @@ func (g *Group) endReady(rd raft.Ready, t *readyTimer) {
 	t.mark(&t.snapshot)
 }
 
+// persist makes a received snapshot, then hard state and entries
+// durable, in that order: the hard state and entries may point past the
+// old log and must never be durable without the snapshot they build on.
+// With a snapshot the hard state is fsynced too, so that its commit index
+// never trails the durable snapshot (etcd does the same).
+func (g *Group) persist(snap *raftpb.Snapshot, hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) bool {
+	if !raft.IsEmptySnap(snap) {
+		// Our own snapshot must not race the leader's into storage.
+		if err := g.waitSnapshot(); err != nil {
+			g.fatal("snapshot", err)
+			return false
+		}
+		if err := g.storage.SaveSnapshot(snap, true); err != nil {
+			g.fatal("save snapshot", err)
+			return false
+		}
+		sync = true
+	}
+	if err := g.save(hs, ents, sync); err != nil {
+		g.fatal("save entries", err)
+		return false
+	}
+	g.noteSaved(hs)
+	return true
+}
+
+// noteSaved records hs as the last hard state handed to storage.
+func (g *Group) noteSaved(hs *raftpb.HardState) {
+	if hs != nil {
+		g.saved = hs
+	}
+}
+
 // save persists a Ready's hard state and entries. On its own WAL a group
 // counts and times its fsyncs; on the shared node WAL the node log does,
 // since one of its fsyncs serves many groups.
@@ -359,29 +378,29 @@ func (g *Group) canSendEarly(rd raft.Ready, hasSnap bool) bool {
 	if rd.SoftState != nil && rd.SoftState.RaftState != raft.StateLeader {
 		return false
 	}
-	hs := rd.HardState
-	return hs == nil || hs.GetTerm() == g.savedTerm && hs.GetVote() == g.savedVote
+	return rd.HardState == nil || !raft.MustSync(rd.HardState, g.saved, 0)
 }
 
-// updateMemory mirrors the now-durable state into raft's MemoryStorage.
-func (g *Group) updateMemory(rd raft.Ready, hasSnap bool) bool {
-	if hasSnap {
-		if err := g.mem.ApplySnapshot(rd.Snapshot); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+// updateMemory mirrors a now-durable snapshot, hard state and entries
+// into raft's MemoryStorage.
+func (g *Group) updateMemory(snap *raftpb.Snapshot, hs *raftpb.HardState, ents []*raftpb.Entry) bool {
+	if !raft.IsEmptySnap(snap) {
+		if err := g.mem.ApplySnapshot(snap); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
 			g.fatal("apply snapshot to memory", err)
 			return false
 		}
 	}
-	if rd.HardState != nil {
-		if err := g.mem.SetHardState(rd.HardState); err != nil {
+	if hs != nil {
+		if err := g.mem.SetHardState(hs); err != nil {
 			g.fatal("set hard state", err)
 			return false
 		}
 	}
-	if err := g.mem.Append(rd.Entries); err != nil {
+	if err := g.mem.Append(ents); err != nil {
 		g.fatal("append to memory", err)
 		return false
 	}
-	g.metrics.appended.Add(uint64(len(rd.Entries)))
+	g.metrics.appended.Add(uint64(len(ents)))
 	return true
 }
 

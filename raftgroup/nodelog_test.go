@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
@@ -457,8 +456,12 @@ func TestNodeLog_UnwaitedWritesJoinTheNextFsync(t *testing.T) {
 	if err := l.save(1, hardState(1, 1, 2), nil, false); err != nil {
 		t.Fatal(err)
 	}
-	l.kick <- struct{}{} // as if another writer had woken the flusher
-	time.Sleep(100 * time.Millisecond)
+	// Wake the flusher as another writer would. The kick channel holds
+	// one: the third send completes only once the flusher has taken the
+	// second kick, so after the flush that the first one started.
+	for range 3 {
+		l.kick <- struct{}{}
+	}
 	if got := l.fsyncs(); got != before {
 		t.Errorf("%d fsyncs for a write nobody waits for", got-before)
 	}

@@ -65,15 +65,21 @@ func (s *Store) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) erro
 	if hs == nil && len(ents) == 0 {
 		return nil
 	}
-	w := write{ents: slices.Clone(ents)}
-	if hs != nil {
-		w.hs = proto.Clone(hs).(*raftpb.HardState)
-	}
-	s.pending = append(s.pending, w)
+	s.pending = append(s.pending, newWrite(hs, ents))
 	if sync && !s.LieAboutSync {
 		s.flush(len(s.pending))
 	}
 	return nil
+}
+
+// newWrite copies what a save hands over, so that no incarnation shares
+// memory with the "disk".
+func newWrite(hs *raftpb.HardState, ents []*raftpb.Entry) write {
+	w := write{ents: slices.Clone(ents)}
+	if hs != nil {
+		w.hs = proto.Clone(hs).(*raftpb.HardState)
+	}
+	return w
 }
 
 // SaveAsync buffers a write like Save. With sync it completes only when
@@ -89,10 +95,7 @@ func (s *Store) SaveAsync(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool,
 		done(nil)
 		return
 	}
-	w := write{ents: slices.Clone(ents)}
-	if hs != nil {
-		w.hs = proto.Clone(hs).(*raftpb.HardState)
-	}
+	w := newWrite(hs, ents)
 	if !sync || s.LieAboutSync {
 		s.pending = append(s.pending, w)
 		done(nil)
