@@ -66,7 +66,15 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		_ = sm.Close()
 		return nil, err
 	}
-	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine})
+	gc := raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine}
+	if p.Replicas[0] != n.cfg.NodeID {
+		// If the group is new, the preferred replica leads it first, even
+		// if this node created it sooner: hold the election clock for it
+		// (two election timeouts; a new partition whose preferred replica
+		// is down waits that much longer for a leader).
+		gc.HoldElectionTicks = 2 * n.cfg.ElectionTicks
+	}
+	g, err := n.host.CreateGroup(gc)
 	if err != nil {
 		_ = sm.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, p.Index, err)

@@ -193,6 +193,13 @@ type GroupConfig struct {
 	// the cluster's metadata log is fsynced (as KRaft's is), or a power
 	// loss could make the cluster forget its topics.
 	AlwaysFsync bool
+	// HoldElectionTicks, for a brand-new group only, is how many ticks
+	// this replica lets pass without a leader before its election clock
+	// starts. Give it to every replica but the one meant to lead first,
+	// which then wins the first election even when it creates the group
+	// later than the others; the hold ends as soon as a leader is known.
+	// Ignored when the group's storage already holds state.
+	HoldElectionTicks int
 }
 
 // Validate reports the first problem with g for a host whose node is node.
@@ -204,6 +211,8 @@ func (g *GroupConfig) Validate(node uint64) error {
 		return fmt.Errorf("raftgroup: group %d: StateMachine is required", g.ID)
 	case g.Join && len(g.Peers) > 0:
 		return fmt.Errorf("raftgroup: group %d: Join and Peers are exclusive", g.ID)
+	case g.HoldElectionTicks < 0:
+		return fmt.Errorf("raftgroup: group %d: HoldElectionTicks %d is negative", g.ID, g.HoldElectionTicks)
 	case !g.Join && !containsID(g.Peers, node):
 		return fmt.Errorf("raftgroup: group %d: Peers %v must include this node %d", g.ID, g.Peers, node)
 	}

@@ -52,6 +52,7 @@ type Group struct {
 	readWait       []*readRequest // index known, waiting for apply
 	nextRead       uint64
 	idleTicks      int
+	holdTicks      int  // GroupConfig.HoldElectionTicks left to wait
 	quiescing      bool // tag the next heartbeats as the quiesce notice
 	halted         bool
 	lastSoft       raft.SoftState
@@ -202,6 +203,7 @@ func (g *Group) openRaft(gc GroupConfig, s State) error {
 		if err := raw.Bootstrap(peers); err != nil {
 			return fmt.Errorf("group %d: bootstrap: %w", g.id, err)
 		}
+		g.holdTicks = gc.HoldElectionTicks
 	}
 	g.lastSoft = raw.BasicStatus().SoftState
 	return nil

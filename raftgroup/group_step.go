@@ -74,7 +74,12 @@ func (g *Group) process() bool {
 
 // tick advances raft's clock by one tick and decides about quiescence.
 func (g *Group) tick() {
-	g.raw.Tick()
+	if g.holdTicks > 0 && g.lastSoft.Lead == raft.None {
+		g.holdTicks-- // a new group's election clock waits for its first leader
+	} else {
+		g.holdTicks = 0
+		g.raw.Tick()
+	}
 	if len(g.forwarded) > 0 {
 		g.ageForwarded()
 	}

@@ -22,6 +22,29 @@ func TestCluster_Election(t *testing.T) {
 	}
 }
 
+// A replica created well after the others still leads a new group first
+// when the others hold their election clocks for it; and a held replica
+// whose group has a leader stops holding, so it can take over later.
+func TestCluster_HoldElectionTicksLetsLateReplicaLeadFirst(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	peers := []uint64{1, 2, 3}
+	hold := 50 * DefaultConfig().ElectionTicks
+	for _, id := range []uint64{2, 3} {
+		c.createGroup(id, 7, GroupConfig{ID: 7, Peers: peers, HoldElectionTicks: hold})
+	}
+	cfg := c.config(1)
+	time.Sleep(3 * time.Duration(cfg.ElectionTicks) * cfg.TickInterval) // others would elect among themselves
+	c.createGroup(1, 7, GroupConfig{ID: 7, Peers: peers})
+	lead := c.leader(7)
+	if lead.node != 1 {
+		t.Fatalf("first leader %d, want the late replica 1", lead.node)
+	}
+	c.stop(1)
+	if next := c.leader(7); next.node == 1 {
+		t.Fatalf("leader %d after stopping it", next.node)
+	}
+}
+
 func TestGroup_Propose(t *testing.T) {
 	c := newCluster(t, 3, []uint64{7}, nil)
 	l := c.leader(7)
