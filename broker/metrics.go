@@ -63,6 +63,9 @@ func (m *metrics) registerWAL(host func() raftgroup.Metrics) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "raftq_wal_fsyncs_total", Help: "WAL fsyncs made for them (one per save with a WAL per group, one per batch with the shared WAL).",
 		}, func() float64 { return float64(host().WALFsyncs) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "raftq_raft_snapshots_total", Help: "Snapshots the node's raft groups took (each an fsync of the partition's log), by their own thresholds or asked by the shared WAL.",
+		}, func() float64 { return float64(host().SnapshotsTaken) }),
 	)
 }
 

@@ -300,4 +300,9 @@ func TestCluster_SnapshotByBytes(t *testing.T) {
 		// 40 entries of ~8 KiB: snapshots every 8, keeping 2 behind.
 		return first > 10 && last-first < 12
 	})
+	// About five snapshots by bytes on each node (40 entries of ~8 KiB,
+	// one per 64 KiB); counted, as the broker exports them.
+	if n := c.host(l.node).Metrics().SnapshotsTaken; n < 3 || n > 8 {
+		t.Errorf("leader took %d snapshots, want about 5", n)
+	}
 }

@@ -168,9 +168,12 @@
 // checkpoint restating every group's hard state and snapshot and moves the
 // WAL's start (an etcd snapshot record) to just before the oldest record
 // that still holds entries some group has not snapshotted; segments before
-// it are deleted. Up to 64 groups whose records outlived the previous
-// checkpoint are asked to snapshot (Group.snapshotNow), oldest first, so an
-// idle group cannot pin the log; one that still pins after three
+// it are deleted. Up to 64 groups are asked to snapshot
+// (Group.snapshotNow), oldest records first: those whose records outlived
+// the previous checkpoint and that wrote no entries since (idle, so an
+// idle group cannot pin the log), and busy ones still holding a record
+// from eight checkpoints back; other busy groups snapshot by their own
+// thresholds. One that still pins the same record after three
 // checkpoints is logged. Snapshots stay per group (DataDir/raft/<id>/snap). A
 // group whose fsync policy differs from the host's (AlwaysFsync) keeps
 // its own WAL. Host.RemoveGroup(id, true) and DropGroupData write a

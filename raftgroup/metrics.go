@@ -21,10 +21,11 @@ type Metrics struct {
 	MessagesSent    uint64
 	Keepalives      uint64
 	SnapshotsSent   uint64
+	SnapshotsTaken  uint64 // state machine snapshots this node's groups took
 }
 
 type groupMetrics struct {
-	proposals, propBatches, readys, syncs, fsyncs, appended, applied, appliedBytes, quiesces, droppedIn, ticks atomic.Uint64
+	proposals, propBatches, readys, syncs, fsyncs, appended, applied, appliedBytes, quiesces, droppedIn, ticks, snapshots atomic.Uint64
 }
 
 type hostMetrics struct {
@@ -57,6 +58,7 @@ func (h *Host) Metrics() Metrics {
 		m.Quiesces += gm.quiesces.Load()
 		m.Ticks += gm.ticks.Load()
 		m.DroppedInbound += gm.droppedIn.Load()
+		m.SnapshotsTaken += gm.snapshots.Load()
 	}
 	return m
 }

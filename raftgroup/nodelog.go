@@ -43,10 +43,11 @@ type nodeLog struct {
 	// Owned by the flusher goroutine (and by open, before it starts).
 	spare   []*logWrite // the previous batch's array, for the next queue
 	w       *wal.WAL
-	seq     uint64 // last sequence number written
-	start   uint64 // the WAL's start: records after it are replayed
-	lastCkp uint64 // the previous checkpoint's sequence number
-	written int64  // bytes since the last checkpoint
+	seq     uint64   // last sequence number written
+	start   uint64   // the WAL's start: records after it are replayed
+	lastCkp uint64   // the previous checkpoint's sequence number
+	ckps    []uint64 // the last busyPinCheckpoints checkpoints, oldest first
+	written int64    // bytes since the last checkpoint
 
 	kick  chan struct{} // never closed: writers send on it after unlocking
 	stopc chan struct{}

@@ -107,6 +107,7 @@ func (l *nodeLog) writeBatch(batch []*logWrite) error {
 	if l.observe != nil {
 		l.observe(time.Since(began))
 	}
+
 	l.seq += uint64(len(ents))
 	return nil
 }
@@ -193,17 +194,18 @@ func (l *nodeLog) moveStart(seq uint64) error {
 }
 
 // pinnedStart returns where replay must begin for a checkpoint at seq,
-// and the groups that held records from before the previous checkpoint.
+// and the groups to ask to snapshot (shouldCompact), oldest records first.
 func (l *nodeLog) pinnedStart(seq uint64) (start uint64, stale []uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	start = seq - 1
+	long := l.checkpointsAgo(busyPinCheckpoints)
 	for id, g := range l.groups {
 		if len(g.pins) == 0 {
 			continue
 		}
 		start = min(start, g.pins[0].seq-1)
-		if g.pins[0].seq <= l.lastCkp {
+		if l.shouldCompact(g, long) {
 			stale = append(stale, id)
 		} else {
 			g.stale = 0
@@ -225,8 +227,40 @@ func (l *nodeLog) pinnedStart(seq uint64) (start uint64, stale []uint64) {
 		}
 	}
 	l.lastCkp = seq
+	l.ckps = append(l.ckps, seq)
+	if len(l.ckps) > busyPinCheckpoints {
+		l.ckps = l.ckps[1:]
+	}
 	return start, stale
 }
+
+// shouldCompact reports whether a group holding records from before the
+// previous checkpoint is asked to snapshot: when it wrote no entries since
+// (it is idle, and nothing else would make it snapshot), or when its
+// oldest record predates long, the checkpoint busyPinCheckpoints back. A
+// busy group snapshots on its own (Config.SnapshotBytes) and is left to
+// it: asking every busy group at every checkpoint (every second under
+// produce load on 4 MiB segments) made them all snapshot at once, each
+// an fsync of its state machine, four times as often as their own
+// thresholds do, and stalled the other writes on the disk behind them.
+func (l *nodeLog) shouldCompact(g *groupLog, long uint64) bool {
+	first, newest := g.pins[0].seq, g.pins[len(g.pins)-1].seq
+	return first <= l.lastCkp && (newest <= l.lastCkp || first <= long)
+}
+
+// checkpointsAgo returns the sequence number of the checkpoint n back,
+// or 0 if there were fewer.
+func (l *nodeLog) checkpointsAgo(n int) uint64 {
+	if len(l.ckps) < n {
+		return 0
+	}
+	return l.ckps[len(l.ckps)-n]
+}
+
+// busyPinCheckpoints is how many checkpoints a busy group may hold a
+// record for before it is asked to snapshot: the log then keeps at most
+// about that many times checkpointEvery bytes for it.
+const busyPinCheckpoints = 8
 
 // compactPerCheckpoint is how many groups one checkpoint asks to snapshot.
 const compactPerCheckpoint = 64

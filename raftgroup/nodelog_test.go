@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -444,6 +445,34 @@ func TestNodeLog_ReportsOnlyStuckPins(t *testing.T) {
 	}
 	if s := l.groups[1].stale; s < 3 {
 		t.Errorf("stuck group: stale for %d checkpoints, want at least 3", s)
+	}
+}
+
+// An idle group is asked to snapshot at the first checkpoint after its
+// last write; a busy one, which writes between every two checkpoints, is
+// left to snapshot on its own until it holds a record busyPinCheckpoints
+// checkpoints old.
+func TestNodeLog_AsksIdleGroupsAndLongPinsToSnapshot(t *testing.T) {
+	l := openTestLog(t, filepath.Join(t.TempDir(), "wal"))
+	defer l.close()
+	checkpoint := func() []uint64 {
+		_, stale := l.pinnedStart(l.seq + 1)
+		mustSave(t, l, 9, hardState(1, 1, 0), nil) // takes the checkpoint's number
+		return stale
+	}
+	mustSave(t, l, 1, hardState(1, 1, 0), ents(1, 1, 1)) // group 1: idle from now on
+	for i := uint64(1); i <= busyPinCheckpoints+1; i++ {
+		mustSave(t, l, 2, hardState(1, 1, 0), ents(1, i, i)) // group 2: busy, never snapshots
+		var want []uint64
+		if i > 1 {
+			want = append(want, 1)
+		}
+		if i > busyPinCheckpoints {
+			want = append(want, 2)
+		}
+		if got := checkpoint(); !slices.Equal(got, want) {
+			t.Fatalf("checkpoint %d asked %v to snapshot, want %v", i, got, want)
+		}
 	}
 }
 

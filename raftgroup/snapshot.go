@@ -68,6 +68,7 @@ func (g *Group) takeSnapshot(entries uint64) {
 		data: data, persist: persist, keep: g.catchUpEntries(entries),
 	}
 	g.snapIndex, g.bytesSinceSnap = g.applied, 0
+	g.metrics.snapshots.Add(1)
 	if g.host.cfg.Manual {
 		if err := w.run(); err != nil {
 			g.fatal("snapshot", err)

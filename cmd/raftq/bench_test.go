@@ -1,6 +1,7 @@
 package main
 
 import (
+	"golang.org/x/time/rate"
 	"testing"
 	"time"
 )
@@ -37,5 +38,23 @@ func TestBenchIntervals(t *testing.T) {
 	}
 	if res := l.result(3*time.Second, 0, &benchFlags{size: 100}); res.Intervals != nil {
 		t.Errorf("intervals without --interval: %+v", res.Intervals)
+	}
+}
+
+// The bench waits on its rate limiter once per millisecond's worth of
+// records, never more than the burst, and per record when unlimited or slow.
+func TestBenchLimiterStep(t *testing.T) {
+	for _, c := range []struct {
+		lim  *rate.Limiter
+		want int
+	}{
+		{nil, 1},
+		{rate.NewLimiter(150000, 3000), 150},
+		{rate.NewLimiter(150000, 20), 20},
+		{rate.NewLimiter(10, 1), 1},
+	} {
+		if got := limiterStep(c.lim); got != c.want {
+			t.Errorf("limiterStep(%v) = %d, want %d", c.lim, got, c.want)
+		}
 	}
 }
