@@ -1,9 +1,10 @@
 package main
 
 import (
-	"golang.org/x/time/rate"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // --interval splits the latencies by when each record was sent, so that a
