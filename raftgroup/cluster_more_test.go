@@ -306,3 +306,23 @@ func TestCluster_SnapshotByBytes(t *testing.T) {
 		t.Errorf("leader took %d snapshots, want about 5", n)
 	}
 }
+
+// A host's counters never go back: what a removed group counted stays in
+// the sums (Prometheus reads a counter that drops as a restart).
+func TestHost_MetricsKeepRemovedGroups(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1, 2}, nil)
+	for range 5 {
+		c.propose(c.leader(2), "x")
+	}
+	h := c.host(1)
+	eventually(t, "node 1 to apply group 2's entries", func() bool { return len(c.sm(1, 2).data()) == 5 })
+	before := h.Metrics()
+	if err := h.RemoveGroup(2, false); err != nil {
+		t.Fatal(err)
+	}
+	after := h.Metrics()
+	if after.EntriesApplied < before.EntriesApplied || after.Readys < before.Readys || after.Syncs < before.Syncs {
+		t.Errorf("counters went back when a group was removed: applied %d -> %d, readys %d -> %d, syncs %d -> %d",
+			before.EntriesApplied, after.EntriesApplied, before.Readys, after.Readys, before.Syncs, after.Syncs)
+	}
+}

@@ -27,10 +27,15 @@ type Host struct {
 	log       *slog.Logger
 	transport Transport
 
-	mu     sync.Mutex // guards groups and closed; taken before Group.mu
+	mu     sync.Mutex // guards groups, closed and the counters below; taken before Group.mu
 	groups map[uint64]*Group
 	list   atomic.Pointer[[]*Group] // sorted by id, copy-on-write under mu
 	closed bool
+	// closing are removed groups still closing, and retired what removed
+	// groups counted: Metrics adds both, so that its counters never go
+	// back when a group goes.
+	closing map[*Group]struct{}
+	retired groupCounts
 
 	outMu  sync.Mutex // guards out; a leaf lock
 	out    map[uint64][]Envelope
@@ -61,6 +66,7 @@ func NewHost(cfg Config) (*Host, error) {
 		log:       logging.Discard(cfg.Logger).With("node", cfg.NodeID),
 		transport: cfg.Transport,
 		groups:    map[uint64]*Group{},
+		closing:   map[*Group]struct{}{},
 		out:       map[uint64][]Envelope{},
 		flushc:    make(chan struct{}, 1),
 		heard:     map[uint64]int64{},
@@ -212,11 +218,18 @@ func (h *Host) RemoveGroup(id uint64, purge bool) error {
 		delete(h.groups, id)
 		h.rebuildList()
 	}
+	if ok {
+		h.closing[g] = struct{}{}
+	}
 	h.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrGroupNotFound, id)
 	}
 	err := g.close()
+	h.mu.Lock()
+	delete(h.closing, g)
+	h.retired.add(&g.metrics)
+	h.mu.Unlock()
 	if purge {
 		err = errors.Join(err, h.dropData(id))
 	}

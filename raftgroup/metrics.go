@@ -32,9 +32,31 @@ type hostMetrics struct {
 	droppedOut, unknownGroup, batches, sent, keepalives, snapshotsSent atomic.Uint64
 }
 
-// Metrics sums the counters of the host and its current groups.
+// Metrics sums the counters of the host and its groups, removed ones
+// included.
 func (h *Host) Metrics() Metrics {
+	h.mu.Lock()
+	c := h.retired
+	for _, g := range *h.list.Load() {
+		c.add(&g.metrics)
+	}
+	for g := range h.closing {
+		c.add(&g.metrics)
+	}
+	h.mu.Unlock()
 	m := Metrics{
+		Proposals:       c.proposals,
+		ProposalBatches: c.propBatches,
+		Readys:          c.readys,
+		Syncs:           c.syncs,
+		WALFsyncs:       c.fsyncs,
+		EntriesAppended: c.appended,
+		EntriesApplied:  c.applied,
+		BytesApplied:    c.appliedBytes,
+		Quiesces:        c.quiesces,
+		Ticks:           c.ticks,
+		DroppedInbound:  c.droppedIn,
+		SnapshotsTaken:  c.snapshots,
 		DroppedOutbound: h.metrics.droppedOut.Load(),
 		UnknownGroup:    h.metrics.unknownGroup.Load(),
 		Batches:         h.metrics.batches.Load(),
@@ -43,22 +65,27 @@ func (h *Host) Metrics() Metrics {
 		SnapshotsSent:   h.metrics.snapshotsSent.Load(),
 	}
 	if h.nodeLog != nil {
-		m.WALFsyncs = h.nodeLog.fsyncs()
-	}
-	for _, g := range *h.list.Load() {
-		gm := &g.metrics
-		m.Proposals += gm.proposals.Load()
-		m.ProposalBatches += gm.propBatches.Load()
-		m.Readys += gm.readys.Load()
-		m.Syncs += gm.syncs.Load()
-		m.WALFsyncs += gm.fsyncs.Load()
-		m.EntriesAppended += gm.appended.Load()
-		m.EntriesApplied += gm.applied.Load()
-		m.BytesApplied += gm.appliedBytes.Load()
-		m.Quiesces += gm.quiesces.Load()
-		m.Ticks += gm.ticks.Load()
-		m.DroppedInbound += gm.droppedIn.Load()
-		m.SnapshotsTaken += gm.snapshots.Load()
+		m.WALFsyncs += h.nodeLog.fsyncs()
 	}
 	return m
+}
+
+// groupCounts is a sum of groups' counters.
+type groupCounts struct {
+	proposals, propBatches, readys, syncs, fsyncs, appended, applied, appliedBytes, quiesces, droppedIn, ticks, snapshots uint64
+}
+
+func (c *groupCounts) add(gm *groupMetrics) {
+	c.proposals += gm.proposals.Load()
+	c.propBatches += gm.propBatches.Load()
+	c.readys += gm.readys.Load()
+	c.syncs += gm.syncs.Load()
+	c.fsyncs += gm.fsyncs.Load()
+	c.appended += gm.appended.Load()
+	c.applied += gm.applied.Load()
+	c.appliedBytes += gm.appliedBytes.Load()
+	c.quiesces += gm.quiesces.Load()
+	c.droppedIn += gm.droppedIn.Load()
+	c.ticks += gm.ticks.Load()
+	c.snapshots += gm.snapshots.Load()
 }
