@@ -217,8 +217,6 @@ func (h *Host) RemoveGroup(id uint64, purge bool) error {
 	if ok {
 		delete(h.groups, id)
 		h.rebuildList()
-	}
-	if ok {
 		h.closing[g] = struct{}{}
 	}
 	h.mu.Unlock()
@@ -226,14 +224,19 @@ func (h *Host) RemoveGroup(id uint64, purge bool) error {
 		return fmt.Errorf("%w: %d", ErrGroupNotFound, id)
 	}
 	err := g.close()
-	h.mu.Lock()
-	delete(h.closing, g)
-	h.retired.add(&g.metrics)
-	h.mu.Unlock()
+	h.retire(g)
 	if purge {
 		err = errors.Join(err, h.dropData(id))
 	}
 	return err
+}
+
+// retire moves a closed group's counters from closing to retired.
+func (h *Host) retire(g *Group) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.closing, g)
+	h.retired.add(&g.metrics)
 }
 
 // compactGroup asks group id, if it runs here, to snapshot soon (the
@@ -284,12 +287,16 @@ func (h *Host) Close() error {
 	groups := *h.list.Load()
 	h.groups = map[uint64]*Group{}
 	h.rebuildList()
+	for _, g := range groups {
+		h.closing[g] = struct{}{}
+	}
 	h.mu.Unlock()
 	close(h.stopc)
 	h.wg.Wait()
 	var errs []error
 	for _, g := range groups {
 		errs = append(errs, g.close())
+		h.retire(g)
 	}
 	if h.nodeLog != nil {
 		errs = append(errs, h.nodeLog.close())
