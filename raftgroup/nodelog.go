@@ -49,9 +49,11 @@ type nodeLog struct {
 	ckps    []uint64 // the last busyPinCheckpoints checkpoints, oldest first
 	written int64    // bytes since the last checkpoint
 
-	kick  chan struct{} // never closed: writers send on it after unlocking
-	stopc chan struct{}
-	donec chan struct{}
+	kick   chan struct{} // never closed: writers send on it after unlocking
+	purgec chan struct{} // wakes the purger; holds one
+	stopc  chan struct{}
+	donec  chan struct{} // the flusher has exited
+	purged chan struct{} // the purger has exited
 }
 
 // logWrite is a queued record.
@@ -94,7 +96,7 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 	if compact == nil {
 		compact = func(uint64) {}
 	}
-	l := &nodeLog{dir: dir, zl: zl, observe: observe, compact: compact, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
+	l := &nodeLog{dir: dir, zl: zl, observe: observe, compact: compact, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), purgec: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), purged: make(chan struct{})}
 	if !wal.Exist(dir) {
 		w, err := wal.Create(zl, dir, meta)
 		if err != nil {
@@ -108,6 +110,7 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 		l.w.SetUnsafeNoFsync()
 	}
 	go l.run()
+	go l.runPurger()
 	return l, nil
 }
 
@@ -440,6 +443,9 @@ func (l *nodeLog) close() error {
 	l.mu.Unlock()
 	close(l.stopc)
 	<-l.donec
+	// The purger deletes only segments the WAL has unlocked; it must be
+	// done before Close unlocks them all.
+	<-l.purged
 	l.mu.Lock()
 	err := l.err
 	l.mu.Unlock()

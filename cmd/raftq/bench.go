@@ -31,6 +31,10 @@ type benchResult struct {
 	Acks        string  `json:"acks"`
 	Compression string  `json:"compression"`
 	TargetRate  float64 `json:"target_rate,omitempty"`
+	// WarmupS and WarmupRecords, with --warmup, say what the figures
+	// above leave out: the run's first seconds and the records sent then.
+	WarmupS       float64 `json:"warmup_s,omitempty"`
+	WarmupRecords int64   `json:"warmup_records,omitempty"`
 	// Intervals, with --interval, splits the run by send time, so that a
 	// stall (a leader change, a slow disk) shows when it happened.
 	Intervals []benchInterval `json:"intervals,omitempty"`
@@ -57,6 +61,7 @@ type benchFlags struct {
 	jsonOut    bool
 	compress   string
 	interval   time.Duration
+	warmup     time.Duration
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -75,11 +80,15 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&b.jsonOut, "json", false, "print the result as JSON")
 	fs.StringVar(&b.compress, "compression", "none", "batch compression: none, snappy, lz4 or zstd (values are random, so it saves little)")
 	fs.DurationVar(&b.interval, "interval", 0, "also report latency per interval of send time (e.g. 1s), to see when a stall happened")
+	fs.DurationVar(&b.warmup, "warmup", 0, "produce for this long first, at the same rate, without counting it (client start-up, connections, producer id); the run then measures --duration")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if b.producers < 1 || b.size < 0 || b.interval < 0 {
-		return usageError{errors.New("--producers must be positive, --record-size and --interval non-negative")}
+	if b.producers < 1 || b.size < 0 || b.interval < 0 || b.warmup < 0 {
+		return usageError{errors.New("--producers must be positive, --record-size, --interval and --warmup non-negative")}
+	}
+	if b.warmup > 0 && b.records > 0 {
+		return usageError{errors.New("--warmup needs a run by --duration, not --records")}
 	}
 	if err := ensureTopic(ctx, cf, b.topic, b.partitions, b.rf); err != nil {
 		return err
@@ -122,7 +131,7 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if b.records == 0 {
-		runCtx, cancel = context.WithTimeout(ctx, b.duration)
+		runCtx, cancel = context.WithTimeout(ctx, b.warmup+b.duration)
 		defer cancel()
 	}
 	var lim *rate.Limiter
@@ -131,8 +140,7 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/50)))
 	}
 	var sent, failed atomic.Int64
-	start := time.Now()
-	lat := &latencies{start: start}
+	lat := &latencies{start: time.Now().Add(b.warmup)}
 	var wg sync.WaitGroup
 	var errs []error
 	var mu sync.Mutex
@@ -150,7 +158,7 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed := max(time.Since(lat.start), time.Millisecond) // a run cut short in its warm-up counts nothing
 	if err := errors.Join(errs...); err != nil {
 		return benchResult{}, err
 	}
@@ -228,19 +236,26 @@ func compressionOpt(name string) (kgo.Opt, error) {
 	return kgo.ProducerBatchCompression(c), nil
 }
 
-// latencies collects every acknowledged record's latency.
+// latencies collects every acknowledged record's latency; those sent
+// before start (the warm-up) are only counted.
 type latencies struct {
 	start time.Time
 	mu    sync.Mutex
 	ns    []int64
 	sent  []int64 // send time of ns[i], from start
+	warm  int64
 }
 
 func (l *latencies) add(sent time.Time, d time.Duration) {
+	at := sent.Sub(l.start)
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at < 0 {
+		l.warm++
+		return
+	}
 	l.ns = append(l.ns, int64(d))
-	l.sent = append(l.sent, int64(sent.Sub(l.start)))
-	l.mu.Unlock()
+	l.sent = append(l.sent, int64(at))
 }
 
 // intervals splits the latencies by send time; l.mu held.
@@ -289,6 +304,7 @@ func (l *latencies) result(elapsed time.Duration, failed int64, b *benchFlags) b
 		RecordsPerS: float64(n) / secs, MBPerS: float64(n) * float64(b.size) / secs / 1e6,
 		P50ms: pct(0.50), P99ms: pct(0.99), P999ms: pct(0.999), MaxMs: pct(1),
 		RecordSize: b.size, TargetRate: b.rate,
+		WarmupS: b.warmup.Seconds(), WarmupRecords: l.warm,
 	}
 }
 
@@ -299,6 +315,9 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
 		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
 	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	if r.WarmupS > 0 {
+		fmt.Fprintf(e.stdout, "after a %.1fs warm-up (%d records, not counted above)\n", r.WarmupS, r.WarmupRecords)
+	}
 	for _, iv := range r.Intervals {
 		fmt.Fprintf(e.stdout, "  sent at %6.1fs: %8d acked  p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms\n", iv.StartS, iv.Acked, iv.P50ms, iv.P99ms, iv.MaxMs)
 	}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +59,30 @@ func TestBenchLimiterStep(t *testing.T) {
 	} {
 		if got := limiterStep(c.lim); got != c.want {
 			t.Errorf("limiterStep(%v) = %d, want %d", c.lim, got, c.want)
+		}
+	}
+}
+
+// --warmup sends from the start but counts only what was sent after it,
+// in the percentiles, the records and the rate; it needs a timed run.
+func TestBenchWarmup(t *testing.T) {
+	start := time.Unix(1000, 0)
+	l := &latencies{start: start.Add(2 * time.Second)}
+	for i := range 5 { // warm-up: slow records from a cold client
+		l.add(start.Add(time.Duration(i)*time.Millisecond), time.Second)
+	}
+	for i := range 10 {
+		l.add(start.Add(2*time.Second+time.Duration(i)*time.Millisecond), time.Millisecond)
+	}
+	res := l.result(time.Second, 0, &benchFlags{size: 100, warmup: 2 * time.Second})
+	if res.Records != 10 || res.MaxMs != 1 || res.RecordsPerS != 10 || res.WarmupRecords != 5 || res.WarmupS != 2 {
+		t.Errorf("records %d, max %v ms, %v records/s, warm-up %d records in %vs; want 10, 1, 10, 5 in 2s",
+			res.Records, res.MaxMs, res.RecordsPerS, res.WarmupRecords, res.WarmupS)
+	}
+	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	for _, bad := range [][]string{{"--warmup", "1s", "--records", "10"}, {"--warmup", "-1s"}} {
+		if code := run(context.Background(), e, append([]string{"bench", "--brokers", "127.0.0.1:1"}, bad...)); code != 2 {
+			t.Errorf("raftq bench %v: exit %d, want 2 (usage)", bad, code)
 		}
 	}
 }
