@@ -67,11 +67,11 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		return nil, err
 	}
 	gc := raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine}
-	if p.Replicas[0] != n.cfg.NodeID {
+	if b, ok := n.meta.View().Brokers[p.Replicas[0]]; p.Replicas[0] != n.cfg.NodeID && ok && b.Alive {
 		// If the group is new, the preferred replica leads it first, even
 		// if this node created it sooner: hold the election clock for it
 		// (two election timeouts; a new partition whose preferred replica
-		// is down waits that much longer for a leader).
+		// died unnoticed waits that much longer for a leader).
 		gc.HoldElectionTicks = 2 * n.cfg.ElectionTicks
 	}
 	g, err := n.host.CreateGroup(gc)

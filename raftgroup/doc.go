@@ -173,8 +173,8 @@
 // the previous checkpoint and that wrote no entries since (idle, so an
 // idle group cannot pin the log), and busy ones still holding a record
 // from eight checkpoints back; other busy groups snapshot by their own
-// thresholds. One that still pins the same record after three
-// checkpoints is logged. Snapshots stay per group (DataDir/raft/<id>/snap). A
+// thresholds. One still holding the same record at the third checkpoint
+// that asked it is logged. Snapshots stay per group (DataDir/raft/<id>/snap). A
 // group whose fsync policy differs from the host's (AlwaysFsync) keeps
 // its own WAL. Host.RemoveGroup(id, true) and DropGroupData write a
 // removal, so a group id created again later starts empty.

@@ -27,13 +27,17 @@ type Host struct {
 	log       *slog.Logger
 	transport Transport
 
-	mu     sync.Mutex // guards groups, closed and the counters below; taken before Group.mu
+	mu     sync.Mutex // guards groups and closed; taken before Group.mu
 	groups map[uint64]*Group
 	list   atomic.Pointer[[]*Group] // sorted by id, copy-on-write under mu
 	closed bool
-	// closing are removed groups still closing, and retired what removed
-	// groups counted: Metrics adds both, so that its counters never go
-	// back when a group goes.
+
+	// countMu guards closing and retired, and is held while a group moves
+	// from list to closing; a leaf lock, taken after mu. closing are
+	// removed groups still closing, retired what removed groups counted:
+	// Metrics adds both, so that its counters never go back when a group
+	// goes, and never waits for mu (held while a group opens).
+	countMu sync.Mutex
 	closing map[*Group]struct{}
 	retired groupCounts
 
@@ -216,8 +220,10 @@ func (h *Host) RemoveGroup(id uint64, purge bool) error {
 	g, ok := h.groups[id]
 	if ok {
 		delete(h.groups, id)
+		h.countMu.Lock()
 		h.rebuildList()
 		h.closing[g] = struct{}{}
+		h.countMu.Unlock()
 	}
 	h.mu.Unlock()
 	if !ok {
@@ -233,8 +239,8 @@ func (h *Host) RemoveGroup(id uint64, purge bool) error {
 
 // retire moves a closed group's counters from closing to retired.
 func (h *Host) retire(g *Group) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.countMu.Lock()
+	defer h.countMu.Unlock()
 	delete(h.closing, g)
 	h.retired.add(&g.metrics)
 }
@@ -286,10 +292,12 @@ func (h *Host) Close() error {
 	h.closed = true
 	groups := *h.list.Load()
 	h.groups = map[uint64]*Group{}
+	h.countMu.Lock()
 	h.rebuildList()
 	for _, g := range groups {
 		h.closing[g] = struct{}{}
 	}
+	h.countMu.Unlock()
 	h.mu.Unlock()
 	close(h.stopc)
 	h.wg.Wait()

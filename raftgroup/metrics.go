@@ -35,7 +35,7 @@ type hostMetrics struct {
 // Metrics sums the counters of the host and its groups, removed ones
 // included.
 func (h *Host) Metrics() Metrics {
-	h.mu.Lock()
+	h.countMu.Lock()
 	c := h.retired
 	for _, g := range *h.list.Load() {
 		c.add(&g.metrics)
@@ -43,7 +43,7 @@ func (h *Host) Metrics() Metrics {
 	for g := range h.closing {
 		c.add(&g.metrics)
 	}
-	h.mu.Unlock()
+	h.countMu.Unlock()
 	m := Metrics{
 		Proposals:       c.proposals,
 		ProposalBatches: c.propBatches,

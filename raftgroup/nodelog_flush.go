@@ -179,6 +179,7 @@ func (l *nodeLog) moveStart(seq uint64) error {
 	for _, id := range stale {
 		l.compact(id)
 	}
+	defer l.wakePurger() // also retries a purge that failed before
 	if start <= l.start {
 		return nil
 	}
@@ -190,29 +191,39 @@ func (l *nodeLog) moveStart(seq uint64) error {
 	if err := l.w.ReleaseLockTo(start); err != nil {
 		return err
 	}
+	return nil
+}
+
+func (l *nodeLog) wakePurger() {
 	select {
 	case l.purgec <- struct{}{}:
 	default: // a purge is already due
 	}
-	return nil
 }
 
 // runPurger deletes the WAL segments that moveStart released, on a
 // goroutine of its own: unlinking a 16 MiB segment took this VM's ext4
 // (online discard) 8-10 ms, four of them per checkpoint, and the flusher,
 // which every group's save waits for, must not spend that time. A failed
-// delete is logged and tried again at the next checkpoint.
+// delete is logged and tried again at the next checkpoint. At close it
+// purges once more after the flusher's last checkpoint.
 func (l *nodeLog) runPurger() {
 	defer close(l.purged)
 	for {
 		select {
 		case <-l.purgec:
+			l.purge()
 		case <-l.stopc:
+			<-l.donec
+			l.purge()
 			return
 		}
-		if err := purgeUnlocked(filepath.Clean(l.dir), ".wal"); err != nil {
-			l.zl.Warn("cannot delete old node wal segments; will try again at the next checkpoint", zap.Error(err))
-		}
+	}
+}
+
+func (l *nodeLog) purge() {
+	if err := purgeUnlocked(filepath.Clean(l.dir), ".wal"); err != nil {
+		l.zl.Warn("cannot delete old node wal segments; will try again at the next checkpoint", zap.Error(err))
 	}
 }
 
@@ -245,7 +256,7 @@ func (l *nodeLog) pinnedStart(seq uint64) (start uint64, stale []uint64) {
 			g.stale, g.stalePin = 0, g.pins[0].seq
 		}
 		if g.stale++; g.stale == 3 || g.stale%100 == 0 {
-			l.zl.Warn("a raft group keeps old node wal segments from being deleted: it has held the same log entries for three checkpoints and cannot snapshot them (not applied, or the group is not running here)",
+			l.zl.Warn("a raft group keeps old node wal segments from being deleted: asked to snapshot at three checkpoints, it still holds the same log entries (not applied, or the group is not running here)",
 				zap.Uint64("group", id), zap.Int("checkpoints", g.stale), zap.Uint64("record", g.pins[0].seq))
 		}
 	}

@@ -179,7 +179,9 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 			began := time.Now()
 			cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
 				if err != nil {
-					failed.Add(1)
+					if !began.Before(lat.start) { // the warm-up's failures are not counted either
+						failed.Add(1)
+					}
 					return
 				}
 				lat.add(began, time.Since(began))
