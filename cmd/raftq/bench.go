@@ -178,13 +178,7 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 			}
 			began := time.Now()
 			cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					if !began.Before(lat.start) { // the warm-up's failures are not counted either
-						failed.Add(1)
-					}
-					return
-				}
-				lat.add(began, time.Since(began))
+				lat.record(began, err, failed)
 			})
 		}
 	}
@@ -258,6 +252,16 @@ func (l *latencies) add(sent time.Time, d time.Duration) {
 	}
 	l.ns = append(l.ns, int64(d))
 	l.sent = append(l.sent, int64(at))
+}
+
+// record notes a record sent at began as acknowledged now (err nil) or
+// failed; one sent in the warm-up counts as neither.
+func (l *latencies) record(began time.Time, err error, failed *atomic.Int64) {
+	if err == nil {
+		l.add(began, time.Since(began))
+	} else if !began.Before(l.start) {
+		failed.Add(1)
+	}
 }
 
 // intervals splits the latencies by send time; l.mu held.

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +75,12 @@ func TestBenchWarmup(t *testing.T) {
 	}
 	for i := range 10 {
 		l.add(start.Add(2*time.Second+time.Duration(i)*time.Millisecond), time.Millisecond)
+	}
+	var failed atomic.Int64
+	l.record(start, errors.New("no leader yet"), &failed) // a warm-up failure
+	l.record(start.Add(3*time.Second), errors.New("timed out"), &failed)
+	if n := failed.Load(); n != 1 {
+		t.Errorf("%d failures counted, want 1 (not the warm-up's)", n)
 	}
 	res := l.result(time.Second, 0, &benchFlags{size: 100, warmup: 2 * time.Second})
 	if res.Records != 10 || res.MaxMs != 1 || res.RecordsPerS != 10 || res.WarmupRecords != 5 || res.WarmupS != 2 {
