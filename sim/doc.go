@@ -7,6 +7,9 @@
 // raftgroup.Storage that loses unsynced writes, keeping a random prefix of
 // them, when a node crashes).
 //
+// Each group starts as the broker starts a partition: all replicas but
+// one hold the first election for it (GroupConfig.HoldElectionTicks).
+//
 // Faults, seeded: crash and restart (state machines are volatile and are
 // rebuilt from snapshot and log), one- and two-way partitions of a node,
 // message drops, per-message delays (hence reordering), snapshot transfers

@@ -171,7 +171,7 @@ func (s *Sim) hostConfig(n *node) raftgroup.Config {
 	c.NodeID = n.id
 	c.Manual = true
 	c.Transport = &transport{n: s.net, from: n.id}
-	c.ElectionTicks, c.HeartbeatTicks = 10, 1
+	c.ElectionTicks, c.HeartbeatTicks = electionTicks, 1
 	c.QuiesceAfterTicks, c.KeepaliveTicks, c.PeerTimeoutTicks = 6, 2, 8
 	c.SnapshotEntries, c.SnapshotCatchUpEntries = s.cfg.SnapshotEntries, 2
 	c.AsyncStorageWrites = s.cfg.AsyncStorageWrites
@@ -179,6 +179,9 @@ func (s *Sim) hostConfig(n *node) raftgroup.Config {
 	c.Fatal = func(err error) { s.chk.fail("node %d fatal: %s", n.id, err) }
 	return c
 }
+
+// electionTicks is every simulated node's raft election timeout.
+const electionTicks = 10
 
 // boot starts a node's host and groups from its stores.
 func (s *Sim) boot(n *node) error {
@@ -193,7 +196,13 @@ func (s *Sim) boot(n *node) error {
 	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
 		sm := newStateMachine(n.id, g, s.chk)
 		sm.ApplyTwice = s.cfg.ApplyTwice
-		if _, err := h.CreateGroup(raftgroup.GroupConfig{ID: g, Peers: peers, StateMachine: sm}); err != nil {
+		gc := raftgroup.GroupConfig{ID: g, Peers: peers, StateMachine: sm}
+		if preferred := peers[int(g)%len(peers)]; preferred != n.id {
+			// As the broker does: the others hold a new group's first
+			// election for one replica (ignored once a store holds state).
+			gc.HoldElectionTicks = 2 * electionTicks
+		}
+		if _, err := h.CreateGroup(gc); err != nil {
 			return fmt.Errorf("sim: node %d group %d: %w", n.id, g, err)
 		}
 	}
