@@ -28,12 +28,14 @@ func TestCluster_Election(t *testing.T) {
 func TestCluster_HoldElectionTicksLetsLateReplicaLeadFirst(t *testing.T) {
 	c := newCluster(t, 3, nil, nil)
 	peers := []uint64{1, 2, 3}
-	hold := 50 * DefaultConfig().ElectionTicks
+	election := uint64(DefaultConfig().ElectionTicks)
 	for _, id := range []uint64{2, 3} {
-		c.createGroup(id, 7, GroupConfig{ID: 7, Peers: peers, HoldElectionTicks: hold})
+		c.createGroup(id, 7, GroupConfig{ID: 7, Peers: peers, HoldElectionTicks: 50 * int(election)})
 	}
-	cfg := c.config(1)
-	time.Sleep(3 * time.Duration(cfg.ElectionTicks) * cfg.TickInterval) // others would elect among themselves
+	// Unheld, 2 and 3 would elect one of themselves within this.
+	eventually(t, "three election timeouts on the early replicas", func() bool {
+		return c.host(2).Metrics().Ticks >= 3*election && c.host(3).Metrics().Ticks >= 3*election
+	})
 	c.createGroup(1, 7, GroupConfig{ID: 7, Peers: peers})
 	lead := c.leader(7)
 	if lead.node != 1 {

@@ -39,7 +39,7 @@ type Host struct {
 	// goes, and never waits for mu (held while a group opens).
 	countMu sync.Mutex
 	closing map[*Group]struct{}
-	retired groupCounts
+	retired Metrics // only the per-group counters
 
 	outMu  sync.Mutex // guards out; a leaf lock
 	out    map[uint64][]Envelope
@@ -242,7 +242,7 @@ func (h *Host) retire(g *Group) {
 	h.countMu.Lock()
 	defer h.countMu.Unlock()
 	delete(h.closing, g)
-	h.retired.add(&g.metrics)
+	h.retired.addGroup(&g.metrics)
 }
 
 // compactGroup asks group id, if it runs here, to snapshot soon (the

@@ -36,56 +36,38 @@ type hostMetrics struct {
 // included.
 func (h *Host) Metrics() Metrics {
 	h.countMu.Lock()
-	c := h.retired
+	m := h.retired
 	for _, g := range *h.list.Load() {
-		c.add(&g.metrics)
+		m.addGroup(&g.metrics)
 	}
 	for g := range h.closing {
-		c.add(&g.metrics)
+		m.addGroup(&g.metrics)
 	}
 	h.countMu.Unlock()
-	m := Metrics{
-		Proposals:       c.proposals,
-		ProposalBatches: c.propBatches,
-		Readys:          c.readys,
-		Syncs:           c.syncs,
-		WALFsyncs:       c.fsyncs,
-		EntriesAppended: c.appended,
-		EntriesApplied:  c.applied,
-		BytesApplied:    c.appliedBytes,
-		Quiesces:        c.quiesces,
-		Ticks:           c.ticks,
-		DroppedInbound:  c.droppedIn,
-		SnapshotsTaken:  c.snapshots,
-		DroppedOutbound: h.metrics.droppedOut.Load(),
-		UnknownGroup:    h.metrics.unknownGroup.Load(),
-		Batches:         h.metrics.batches.Load(),
-		MessagesSent:    h.metrics.sent.Load(),
-		Keepalives:      h.metrics.keepalives.Load(),
-		SnapshotsSent:   h.metrics.snapshotsSent.Load(),
-	}
+	m.DroppedOutbound = h.metrics.droppedOut.Load()
+	m.UnknownGroup = h.metrics.unknownGroup.Load()
+	m.Batches = h.metrics.batches.Load()
+	m.MessagesSent = h.metrics.sent.Load()
+	m.Keepalives = h.metrics.keepalives.Load()
+	m.SnapshotsSent = h.metrics.snapshotsSent.Load()
 	if h.nodeLog != nil {
 		m.WALFsyncs += h.nodeLog.fsyncs()
 	}
 	return m
 }
 
-// groupCounts is a sum of groups' counters.
-type groupCounts struct {
-	proposals, propBatches, readys, syncs, fsyncs, appended, applied, appliedBytes, quiesces, droppedIn, ticks, snapshots uint64
-}
-
-func (c *groupCounts) add(gm *groupMetrics) {
-	c.proposals += gm.proposals.Load()
-	c.propBatches += gm.propBatches.Load()
-	c.readys += gm.readys.Load()
-	c.syncs += gm.syncs.Load()
-	c.fsyncs += gm.fsyncs.Load()
-	c.appended += gm.appended.Load()
-	c.applied += gm.applied.Load()
-	c.appliedBytes += gm.appliedBytes.Load()
-	c.quiesces += gm.quiesces.Load()
-	c.droppedIn += gm.droppedIn.Load()
-	c.ticks += gm.ticks.Load()
-	c.snapshots += gm.snapshots.Load()
+// addGroup adds one group's counters to m.
+func (m *Metrics) addGroup(gm *groupMetrics) {
+	m.Proposals += gm.proposals.Load()
+	m.ProposalBatches += gm.propBatches.Load()
+	m.Readys += gm.readys.Load()
+	m.Syncs += gm.syncs.Load()
+	m.WALFsyncs += gm.fsyncs.Load()
+	m.EntriesAppended += gm.appended.Load()
+	m.EntriesApplied += gm.applied.Load()
+	m.BytesApplied += gm.appliedBytes.Load()
+	m.Quiesces += gm.quiesces.Load()
+	m.Ticks += gm.ticks.Load()
+	m.DroppedInbound += gm.droppedIn.Load()
+	m.SnapshotsTaken += gm.snapshots.Load()
 }

@@ -107,7 +107,6 @@ func (l *nodeLog) writeBatch(batch []*logWrite) error {
 	if l.observe != nil {
 		l.observe(time.Since(began))
 	}
-
 	l.seq += uint64(len(ents))
 	return nil
 }

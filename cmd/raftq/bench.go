@@ -139,7 +139,7 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 		// A 20 ms burst lets the offered rate hold when the scheduler is late.
 		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/50)))
 	}
-	var sent, failed atomic.Int64
+	var sent atomic.Int64
 	lat := &latencies{start: time.Now().Add(b.warmup)}
 	var wg sync.WaitGroup
 	var errs []error
@@ -151,7 +151,7 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 		}
 		wg.Go(func() {
 			defer cl.Close()
-			err := produceBench(runCtx, cl, b, lim, &sent, &failed, lat)
+			err := produceBench(runCtx, cl, b, lim, &sent, lat)
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
@@ -162,10 +162,10 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 	if err := errors.Join(errs...); err != nil {
 		return benchResult{}, err
 	}
-	return lat.result(elapsed, failed.Load(), b), nil
+	return lat.result(elapsed, b), nil
 }
 
-func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent, failed *atomic.Int64, lat *latencies) error {
+func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) error {
 	values := newValuePool(b.size)
 	step := limiterStep(lim)
 	for ctx.Err() == nil {
@@ -178,7 +178,7 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 			}
 			began := time.Now()
 			cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
-				lat.record(began, err, failed)
+				lat.record(began, err)
 			})
 		}
 	}
@@ -235,11 +235,12 @@ func compressionOpt(name string) (kgo.Opt, error) {
 // latencies collects every acknowledged record's latency; those sent
 // before start (the warm-up) are only counted.
 type latencies struct {
-	start time.Time
-	mu    sync.Mutex
-	ns    []int64
-	sent  []int64 // send time of ns[i], from start
-	warm  int64
+	start  time.Time
+	mu     sync.Mutex
+	ns     []int64
+	sent   []int64 // send time of ns[i], from start
+	warm   int64   // acknowledged in the warm-up
+	failed int64   // failed after it
 }
 
 func (l *latencies) add(sent time.Time, d time.Duration) {
@@ -256,11 +257,15 @@ func (l *latencies) add(sent time.Time, d time.Duration) {
 
 // record notes a record sent at began as acknowledged now (err nil) or
 // failed; one sent in the warm-up counts as neither.
-func (l *latencies) record(began time.Time, err error, failed *atomic.Int64) {
+func (l *latencies) record(began time.Time, err error) {
 	if err == nil {
 		l.add(began, time.Since(began))
-	} else if !began.Before(l.start) {
-		failed.Add(1)
+		return
+	}
+	if !began.Before(l.start) {
+		l.mu.Lock()
+		l.failed++
+		l.mu.Unlock()
 	}
 }
 
@@ -292,7 +297,7 @@ func percentile(sorted []int64, p float64) float64 {
 	return float64(sorted[min(n-1, int(p*float64(n)))]) / 1e6
 }
 
-func (l *latencies) result(elapsed time.Duration, failed int64, b *benchFlags) benchResult {
+func (l *latencies) result(elapsed time.Duration, b *benchFlags) benchResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var iv []benchInterval
@@ -306,7 +311,7 @@ func (l *latencies) result(elapsed time.Duration, failed int64, b *benchFlags) b
 	secs := elapsed.Seconds()
 	return benchResult{
 		Intervals: iv,
-		Records:   n, Failed: failed, Seconds: secs,
+		Records:   n, Failed: l.failed, Seconds: secs,
 		RecordsPerS: float64(n) / secs, MBPerS: float64(n) * float64(b.size) / secs / 1e6,
 		P50ms: pct(0.50), P99ms: pct(0.99), P999ms: pct(0.999), MaxMs: pct(1),
 		RecordSize: b.size, TargetRate: b.rate,
