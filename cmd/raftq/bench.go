@@ -35,6 +35,12 @@ type benchResult struct {
 	// above leave out: the run's first seconds and the records sent then.
 	WarmupS       float64 `json:"warmup_s,omitempty"`
 	WarmupRecords int64   `json:"warmup_records,omitempty"`
+	// Requests and the Request figures time the Produce requests
+	// themselves (roundTrips), sent after the warm-up and answered.
+	Requests     int64   `json:"requests"`
+	RequestP50ms float64 `json:"request_p50_ms"`
+	RequestP99ms float64 `json:"request_p99_ms"`
+	RequestMaxMs float64 `json:"request_max_ms"`
 	// Intervals, with --interval, splits the run by send time, so that a
 	// stall (a leader change, a slow disk) shows when it happened.
 	Intervals []benchInterval `json:"intervals,omitempty"`
@@ -141,11 +147,12 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 	}
 	var sent atomic.Int64
 	lat := &latencies{start: time.Now().Add(b.warmup)}
+	trips := &roundTrips{start: lat.start}
 	var wg sync.WaitGroup
 	var errs []error
 	var mu sync.Mutex
 	for range b.producers {
-		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.MaxBufferedRecords(1<<16))...)
+		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.MaxBufferedRecords(1<<16), kgo.WithHooks(trips))...)
 		if err != nil {
 			return benchResult{}, err
 		}
@@ -162,12 +169,17 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 	if err := errors.Join(errs...); err != nil {
 		return benchResult{}, err
 	}
-	return lat.result(elapsed, b), nil
+	res := lat.result(elapsed, b)
+	trips.fill(&res)
+	return res, nil
 }
 
 func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) error {
 	values := newValuePool(b.size)
 	step := limiterStep(lim)
+	// One promise for all records, which carry their send time as their
+	// timestamp: a closure per record was the client's largest allocation.
+	acked := func(r *kgo.Record, err error) { lat.record(r.Timestamp, err) }
 	for ctx.Err() == nil {
 		if lim != nil && lim.WaitN(ctx, step) != nil {
 			break
@@ -176,10 +188,7 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 			if b.records > 0 && sent.Add(1) > b.records {
 				return cl.Flush(context.Background())
 			}
-			began := time.Now()
-			cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
-				lat.record(began, err)
-			})
+			cl.Produce(context.Background(), &kgo.Record{Value: values.next(), Timestamp: time.Now()}, acked)
 		}
 	}
 	return cl.Flush(context.Background())
@@ -237,11 +246,22 @@ func compressionOpt(name string) (kgo.Opt, error) {
 type latencies struct {
 	start  time.Time
 	mu     sync.Mutex
-	ns     []int64
-	sent   []int64 // send time of ns[i], from start
-	warm   int64   // acknowledged in the warm-up
-	failed int64   // failed after it
+	blocks [][]sample // each of cap sampleBlock, so that no append copies them
+	warm   int64      // acknowledged in the warm-up
+	failed int64      // failed after it
 }
+
+// sample is one acknowledged record: when it was sent, from start, and
+// how long its acknowledgement took, in nanoseconds.
+type sample struct{ at, ns int64 }
+
+// sampleBlock is how many samples one block holds (512 KiB). One slice
+// grown by doubling allocated tens of MiB at once, and each such
+// allocation in the middle of a GC cycle made the goroutine that took
+// acknowledgements assist the collector for 50-110 ms (gctrace). The
+// client stopped sending meanwhile, and those pauses, not the cluster,
+// set the p99 at 150k records/s.
+const sampleBlock = 1 << 15
 
 func (l *latencies) add(sent time.Time, d time.Duration) {
 	at := sent.Sub(l.start)
@@ -251,8 +271,29 @@ func (l *latencies) add(sent time.Time, d time.Duration) {
 		l.warm++
 		return
 	}
-	l.ns = append(l.ns, int64(d))
-	l.sent = append(l.sent, int64(at))
+	if n := len(l.blocks); n == 0 || len(l.blocks[n-1]) == sampleBlock {
+		l.blocks = append(l.blocks, make([]sample, 0, sampleBlock))
+	}
+	last := &l.blocks[len(l.blocks)-1]
+	*last = append(*last, sample{at: int64(at), ns: int64(d)})
+}
+
+// count is how many samples l holds; l.mu held.
+func (l *latencies) count() int {
+	n := 0
+	for _, b := range l.blocks {
+		n += len(b)
+	}
+	return n
+}
+
+// each calls f for every sample in the order added; l.mu held.
+func (l *latencies) each(f func(sample)) {
+	for _, b := range l.blocks {
+		for _, s := range b {
+			f(s)
+		}
+	}
 }
 
 // record notes a record sent at began as acknowledged now (err nil) or
@@ -272,13 +313,13 @@ func (l *latencies) record(began time.Time, err error) {
 // intervals splits the latencies by send time; l.mu held.
 func (l *latencies) intervals(every time.Duration) []benchInterval {
 	var buckets [][]int64
-	for i, at := range l.sent {
-		k := int(at / int64(every))
+	l.each(func(s sample) {
+		k := int(s.at / int64(every))
 		for len(buckets) <= k {
 			buckets = append(buckets, nil)
 		}
-		buckets[k] = append(buckets[k], l.ns[i])
-	}
+		buckets[k] = append(buckets[k], s.ns)
+	})
 	out := make([]benchInterval, len(buckets))
 	for k, ns := range buckets {
 		slices.Sort(ns)
@@ -304,7 +345,8 @@ func (l *latencies) result(elapsed time.Duration, b *benchFlags) benchResult {
 	if b.interval > 0 {
 		iv = l.intervals(b.interval)
 	}
-	ns := slices.Clone(l.ns) // l.ns stays paired with l.sent
+	ns := make([]int64, 0, l.count())
+	l.each(func(s sample) { ns = append(ns, s.ns) })
 	slices.Sort(ns)
 	n := int64(len(ns))
 	pct := func(p float64) float64 { return percentile(ns, p) }
@@ -326,6 +368,7 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
 		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
 	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	fmt.Fprintf(e.stdout, "%d produce requests: round trip p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", r.Requests, r.RequestP50ms, r.RequestP99ms, r.RequestMaxMs)
 	if r.WarmupS > 0 {
 		fmt.Fprintf(e.stdout, "after a %.1fs warm-up (%d records, not counted above)\n", r.WarmupS, r.WarmupRecords)
 	}

@@ -92,3 +92,29 @@ func TestBenchWarmup(t *testing.T) {
 		}
 	}
 }
+
+// Latencies are kept in fixed blocks: a block, once allocated, is never
+// copied or grown, so a long run allocates 512 KiB at a time rather than
+// doubling one slice into tens of MiB in the middle of a GC cycle.
+func TestBenchLatenciesGrowInBlocks(t *testing.T) {
+	start := time.Unix(1000, 0)
+	l := &latencies{start: start}
+	l.add(start, time.Millisecond)
+	first := &l.blocks[0][0]
+	n := 3*sampleBlock + 5
+	for i := 1; i < n; i++ {
+		l.add(start.Add(time.Duration(i)*time.Microsecond), time.Duration(1+i%100)*time.Millisecond)
+	}
+	if len(l.blocks) != 4 || &l.blocks[0][0] != first {
+		t.Fatalf("%d blocks, first moved %v; want 4 blocks and the first in place", len(l.blocks), &l.blocks[0][0] != first)
+	}
+	for i, b := range l.blocks {
+		if cap(b) != sampleBlock {
+			t.Errorf("block %d: cap %d, want %d", i, cap(b), sampleBlock)
+		}
+	}
+	res := l.result(time.Second, &benchFlags{size: 100, interval: time.Second})
+	if res.Records != int64(n) || res.MaxMs != 100 || res.P50ms != 50 || len(res.Intervals) != 1 || res.Intervals[0].Acked != n {
+		t.Errorf("records %d, max %v, p50 %v, intervals %+v; want %d, 100, 50, one of %d", res.Records, res.MaxMs, res.P50ms, res.Intervals, n, n)
+	}
+}

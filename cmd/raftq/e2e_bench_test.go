@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2E_Bench runs `raftq bench` against a real cluster: every record it
+// reports is in the topic, none failed, and its request round trips were
+// timed (each request carries at least one record and takes no longer
+// than the slowest record it carried).
+func TestE2E_Bench(t *testing.T) {
+	c := e2eCluster(t, 3)
+	bs := strings.Join(seeds(c), ",")
+	const records = 3000
+	out := cli(t, 0, "", "bench", "--topic", "b", "--partitions", "3", "--records", "3000",
+		"--rate", "3000", "--interval", "500ms", "--json", "-b", bs)
+	var res benchResult
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil {
+		t.Fatalf("bench --json printed %q: %v", out.stdout, err)
+	}
+	if res.Records != records || res.Failed != 0 {
+		t.Errorf("bench: %d records acknowledged, %d failed; want %d and 0", res.Records, res.Failed, records)
+	}
+	if res.Requests < 1 || res.Requests > records || res.RequestP50ms <= 0 || res.RequestMaxMs > res.MaxMs {
+		t.Errorf("bench: %d requests, round trip p50 %v ms max %v ms, record max %v ms; want 1-%d requests, each no slower than the slowest record",
+			res.Requests, res.RequestP50ms, res.RequestMaxMs, res.MaxMs, records)
+	}
+	acked := 0
+	for _, iv := range res.Intervals {
+		acked += iv.Acked
+	}
+	if acked != records {
+		t.Errorf("intervals hold %d records, want %d: %+v", acked, records, res.Intervals)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := e2eClient(t, c)
+	var inTopic int64
+	for p := range int32(3) {
+		inTopic += endOffset(ctx, t, cl, "b", p).Offset
+	}
+	if inTopic != records {
+		t.Errorf("topic b holds %d records, bench reported %d", inTopic, records)
+	}
+}
