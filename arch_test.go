@@ -4,6 +4,7 @@ import (
 	"go/build"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -131,5 +132,29 @@ func TestArchitecture_RulesCatchViolations(t *testing.T) {
 		if got := permitted(c.pkg, c.imp, rules); got != c.ok {
 			t.Errorf("permitted(%s -> %s) = %v, want %v", c.pkg, c.imp, got, c.ok)
 		}
+	}
+}
+
+// Every package keeps its package comment in a doc.go (STYLE.md), where a
+// reader looks first.
+func TestArchitecture_EveryPackageHasDocGo(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		doc, err := build.ImportDir(path, 0)
+		if err != nil || len(doc.GoFiles) == 0 {
+			return nil // no package here, or only tests
+		}
+		if !slices.Contains(doc.GoFiles, "doc.go") || doc.Doc == "" {
+			t.Errorf("%s: no doc.go with the package comment", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
