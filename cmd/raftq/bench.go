@@ -35,8 +35,8 @@ type benchResult struct {
 	// above leave out: the run's first seconds and the records sent then.
 	WarmupS       float64 `json:"warmup_s,omitempty"`
 	WarmupRecords int64   `json:"warmup_records,omitempty"`
-	// Requests and the Request figures time the Produce requests
-	// themselves (roundTrips), sent after the warm-up and answered.
+	// Requests and the Request figures time the Produce requests sent
+	// after the warm-up and answered (roundTrips; none with acks=0).
 	Requests     int64   `json:"requests"`
 	RequestP50ms float64 `json:"request_p50_ms"`
 	RequestP99ms float64 `json:"request_p99_ms"`
@@ -177,9 +177,6 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) error {
 	values := newValuePool(b.size)
 	step := limiterStep(lim)
-	// One promise for all records, which carry their send time as their
-	// timestamp: a closure per record was the client's largest allocation.
-	acked := func(r *kgo.Record, err error) { lat.record(r.Timestamp, err) }
 	for ctx.Err() == nil {
 		if lim != nil && lim.WaitN(ctx, step) != nil {
 			break
@@ -188,7 +185,10 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 			if b.records > 0 && sent.Add(1) > b.records {
 				return cl.Flush(context.Background())
 			}
-			cl.Produce(context.Background(), &kgo.Record{Value: values.next(), Timestamp: time.Now()}, acked)
+			began := time.Now()
+			cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
+				lat.record(began, err)
+			})
 		}
 	}
 	return cl.Flush(context.Background())
@@ -244,24 +244,16 @@ func compressionOpt(name string) (kgo.Opt, error) {
 // latencies collects every acknowledged record's latency; those sent
 // before start (the warm-up) are only counted.
 type latencies struct {
-	start  time.Time
-	mu     sync.Mutex
-	blocks [][]sample // each of cap sampleBlock, so that no append copies them
-	warm   int64      // acknowledged in the warm-up
-	failed int64      // failed after it
+	start   time.Time
+	mu      sync.Mutex
+	samples blocks[sample]
+	warm    int64 // acknowledged in the warm-up
+	failed  int64 // failed after it
 }
 
 // sample is one acknowledged record: when it was sent, from start, and
 // how long its acknowledgement took, in nanoseconds.
 type sample struct{ at, ns int64 }
-
-// sampleBlock is how many samples one block holds (512 KiB). One slice
-// grown by doubling allocated tens of MiB at once, and each such
-// allocation in the middle of a GC cycle made the goroutine that took
-// acknowledgements assist the collector for 50-110 ms (gctrace). The
-// client stopped sending meanwhile, and those pauses, not the cluster,
-// set the p99 at 150k records/s.
-const sampleBlock = 1 << 15
 
 func (l *latencies) add(sent time.Time, d time.Duration) {
 	at := sent.Sub(l.start)
@@ -271,29 +263,7 @@ func (l *latencies) add(sent time.Time, d time.Duration) {
 		l.warm++
 		return
 	}
-	if n := len(l.blocks); n == 0 || len(l.blocks[n-1]) == sampleBlock {
-		l.blocks = append(l.blocks, make([]sample, 0, sampleBlock))
-	}
-	last := &l.blocks[len(l.blocks)-1]
-	*last = append(*last, sample{at: int64(at), ns: int64(d)})
-}
-
-// count is how many samples l holds; l.mu held.
-func (l *latencies) count() int {
-	n := 0
-	for _, b := range l.blocks {
-		n += len(b)
-	}
-	return n
-}
-
-// each calls f for every sample in the order added; l.mu held.
-func (l *latencies) each(f func(sample)) {
-	for _, b := range l.blocks {
-		for _, s := range b {
-			f(s)
-		}
-	}
+	l.samples.add(sample{at: int64(at), ns: int64(d)})
 }
 
 // record notes a record sent at began as acknowledged now (err nil) or
@@ -313,7 +283,7 @@ func (l *latencies) record(began time.Time, err error) {
 // intervals splits the latencies by send time; l.mu held.
 func (l *latencies) intervals(every time.Duration) []benchInterval {
 	var buckets [][]int64
-	l.each(func(s sample) {
+	l.samples.each(func(s sample) {
 		k := int(s.at / int64(every))
 		for len(buckets) <= k {
 			buckets = append(buckets, nil)
@@ -345,8 +315,8 @@ func (l *latencies) result(elapsed time.Duration, b *benchFlags) benchResult {
 	if b.interval > 0 {
 		iv = l.intervals(b.interval)
 	}
-	ns := make([]int64, 0, l.count())
-	l.each(func(s sample) { ns = append(ns, s.ns) })
+	ns := make([]int64, 0, l.samples.len())
+	l.samples.each(func(s sample) { ns = append(ns, s.ns) })
 	slices.Sort(ns)
 	n := int64(len(ns))
 	pct := func(p float64) float64 { return percentile(ns, p) }
@@ -368,7 +338,9 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
 		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
 	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
-	fmt.Fprintf(e.stdout, "%d produce requests: round trip p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", r.Requests, r.RequestP50ms, r.RequestP99ms, r.RequestMaxMs)
+	if r.Requests > 0 {
+		fmt.Fprintf(e.stdout, "%d produce requests: round trip p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", r.Requests, r.RequestP50ms, r.RequestP99ms, r.RequestMaxMs)
+	}
 	if r.WarmupS > 0 {
 		fmt.Fprintf(e.stdout, "after a %.1fs warm-up (%d records, not counted above)\n", r.WarmupS, r.WarmupRecords)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/time/rate"
 )
 
@@ -93,28 +95,67 @@ func TestBenchWarmup(t *testing.T) {
 	}
 }
 
-// Latencies are kept in fixed blocks: a block, once allocated, is never
-// copied or grown, so a long run allocates 512 KiB at a time rather than
-// doubling one slice into tens of MiB in the middle of a GC cycle.
-func TestBenchLatenciesGrowInBlocks(t *testing.T) {
+// A block, once allocated, is never copied or grown, so a long run
+// allocates 512 KiB at a time rather than doubling one slice into tens of
+// MiB in the middle of a GC cycle; the values come back in order.
+func TestBlocks_AddNeverMoves(t *testing.T) {
+	var b blocks[int64]
+	b.add(0)
+	first := &b.bs[0][0]
+	n := 3*blockLen + 5
+	for i := 1; i < n; i++ {
+		b.add(int64(i))
+	}
+	if len(b.bs) != 4 || &b.bs[0][0] != first || b.len() != n {
+		t.Fatalf("%d blocks of %d values, first moved %v; want 4 of %d, the first in place", len(b.bs), b.len(), &b.bs[0][0] != first, n)
+	}
+	for i, blk := range b.bs {
+		if cap(blk) != blockLen {
+			t.Errorf("block %d: cap %d, want %d", i, cap(blk), blockLen)
+		}
+	}
+	next := int64(0)
+	b.each(func(v int64) {
+		if v != next {
+			t.Fatalf("value %d where %d was added", v, next)
+		}
+		next++
+	})
+}
+
+// Latencies over several blocks give the same figures as over one.
+func TestLatencies_ResultAcrossBlocks(t *testing.T) {
 	start := time.Unix(1000, 0)
 	l := &latencies{start: start}
-	l.add(start, time.Millisecond)
-	first := &l.blocks[0][0]
-	n := 3*sampleBlock + 5
-	for i := 1; i < n; i++ {
+	n := 2*blockLen + 7
+	for i := range n {
 		l.add(start.Add(time.Duration(i)*time.Microsecond), time.Duration(1+i%100)*time.Millisecond)
-	}
-	if len(l.blocks) != 4 || &l.blocks[0][0] != first {
-		t.Fatalf("%d blocks, first moved %v; want 4 blocks and the first in place", len(l.blocks), &l.blocks[0][0] != first)
-	}
-	for i, b := range l.blocks {
-		if cap(b) != sampleBlock {
-			t.Errorf("block %d: cap %d, want %d", i, cap(b), sampleBlock)
-		}
 	}
 	res := l.result(time.Second, &benchFlags{size: 100, interval: time.Second})
 	if res.Records != int64(n) || res.MaxMs != 100 || res.P50ms != 50 || len(res.Intervals) != 1 || res.Intervals[0].Acked != n {
 		t.Errorf("records %d, max %v, p50 %v, intervals %+v; want %d, 100, 50, one of %d", res.Records, res.MaxMs, res.P50ms, res.Intervals, n, n)
+	}
+}
+
+// Only answered Produce requests written after the warm-up count as
+// round trips: not other APIs, not failed ones, not acks=0 writes (kgo
+// reports those with nothing read), not the warm-up's.
+func TestRoundTrips_OnBrokerE2E(t *testing.T) {
+	r := &roundTrips{start: time.Now().Add(-time.Second)}
+	ok := kgo.BrokerE2E{BytesWritten: 100, BytesRead: 50, TimeToWrite: time.Millisecond, TimeToRead: 2 * time.Millisecond}
+	r.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Produce), ok)
+	r.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Metadata), ok)
+	failed := ok
+	failed.ReadErr = errors.New("connection reset")
+	r.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Produce), failed)
+	acks0 := kgo.BrokerE2E{BytesWritten: 100, TimeToWrite: time.Millisecond}
+	r.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Produce), acks0)
+	warm := ok
+	warm.ReadWait = 2 * time.Second // written before start
+	r.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Produce), warm)
+	var res benchResult
+	r.fill(&res)
+	if res.Requests != 1 || res.RequestP50ms != 3 || res.RequestMaxMs != 3 {
+		t.Errorf("%d requests, p50 %v ms, max %v ms; want the one answered Produce request of 3 ms", res.Requests, res.RequestP50ms, res.RequestMaxMs)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestE2E_Bench(t *testing.T) {
 	c := e2eCluster(t, 3)
 	bs := strings.Join(seeds(c), ",")
 	const records = 3000
-	out := cli(t, 0, "", "bench", "--topic", "b", "--partitions", "3", "--records", "3000",
+	out := cli(t, 0, "", "bench", "--topic", "b", "--partitions", "3", "--records", strconv.Itoa(records),
 		"--rate", "3000", "--interval", "500ms", "--json", "-b", bs)
 	var res benchResult
 	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil {
