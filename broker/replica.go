@@ -67,13 +67,7 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		return nil, err
 	}
 	gc := raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine}
-	if b, ok := n.meta.View().Brokers[p.Replicas[0]]; p.Replicas[0] != n.cfg.NodeID && ok && b.Alive {
-		// If the group is new, the preferred replica leads it first, even
-		// if this node created it sooner: hold the election clock for it
-		// (two election timeouts; a new partition whose preferred replica
-		// died unnoticed waits that much longer for a leader).
-		gc.HoldElectionTicks = 2 * n.cfg.ElectionTicks
-	}
+	gc.HoldElectionTicks = electionHold(n.meta.View(), p.Replicas, n.cfg.NodeID, n.cfg.ElectionTicks)
 	g, err := n.host.CreateGroup(gc)
 	if err != nil {
 		_ = sm.Close()
@@ -87,6 +81,23 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		go n.standFirst(g)
 	}
 	return r, nil
+}
+
+// electionHold is how long this node's replica of a new group holds its
+// election clock (raftgroup.GroupConfig.HoldElectionTicks) so that the
+// preferred replica, replicas[0], leads it first even if this node created
+// it sooner: two election timeouts, unless this node is the preferred
+// replica or the metadata does not know the preferred broker alive. A new
+// partition whose preferred replica died unnoticed waits that much longer
+// for a leader.
+func electionHold(view *coordinator.State, replicas []uint64, self uint64, electionTicks int) int {
+	if len(replicas) == 0 || replicas[0] == self {
+		return 0
+	}
+	if b, ok := view.Brokers[replicas[0]]; !ok || !b.Alive {
+		return 0
+	}
+	return 2 * electionTicks
 }
 
 // standFirst campaigns every tick until the new group has a leader, for
