@@ -90,6 +90,20 @@ func within(pkg, prefix string) bool {
 func projectImports(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
+	eachPackage(t, func(dir string, p *build.Package) {
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module) {
+				out[dir] = append(out[dir], strings.TrimPrefix(imp, module))
+			}
+		}
+	})
+	return out
+}
+
+// eachPackage calls f for every directory of the module that holds a
+// package (not only tests), by its slash path relative to the root.
+func eachPackage(t *testing.T, f func(dir string, p *build.Package)) {
+	t.Helper()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -98,20 +112,19 @@ func projectImports(t *testing.T) map[string][]string {
 			return filepath.SkipDir
 		}
 		p, err := build.ImportDir(path, 0)
+		var none *build.NoGoError
+		if errors.As(err, &none) || err == nil && len(p.GoFiles) == 0 {
+			return nil // no package here, or only tests
+		}
 		if err != nil {
-			return nil // no buildable Go files here
+			return err
 		}
-		for _, imp := range p.Imports {
-			if strings.HasPrefix(imp, module) {
-				out[filepath.ToSlash(path)] = append(out[filepath.ToSlash(path)], strings.TrimPrefix(imp, module))
-			}
-		}
+		f(filepath.ToSlash(path), p)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 func TestArchitecture_RulesCatchViolations(t *testing.T) {
@@ -140,29 +153,11 @@ func TestArchitecture_RulesCatchViolations(t *testing.T) {
 // Every package keeps its package comment in a doc.go (STYLE.md), where a
 // reader looks first.
 func TestArchitecture_EveryPackageHasDocGo(t *testing.T) {
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
+	eachPackage(t, func(dir string, _ *build.Package) {
+		if !hasPackageComment(filepath.Join(dir, "doc.go")) {
+			t.Errorf("%s: no doc.go with the package comment", dir)
 		}
-		if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		p, err := build.ImportDir(path, 0)
-		var none *build.NoGoError
-		if errors.As(err, &none) || err == nil && len(p.GoFiles) == 0 {
-			return nil // no package here, or only tests
-		}
-		if err != nil {
-			return err
-		}
-		if !hasPackageComment(filepath.Join(path, "doc.go")) {
-			t.Errorf("%s: no doc.go with the package comment", path)
-		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func hasPackageComment(file string) bool {
