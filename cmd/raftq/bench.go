@@ -78,6 +78,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&b.topic, "topic", "raftq-bench", "topic to produce to (created if missing)")
 	fs.Int32Var(&b.partitions, "partitions", 6, "partitions when creating the topic")
 	fs.Int16Var(&b.rf, "replication-factor", 3, "replication factor when creating the topic")
+	configs := fs.StringArrayP("config", "c", nil, "topic config key=value when creating the topic (repeatable; an existing topic keeps its own), e.g. segment.bytes=1048576")
 	fs.IntVar(&b.size, "record-size", 100, "value bytes per record")
 	fs.Int64Var(&b.records, "records", 0, "records to send (0: run for --duration)")
 	fs.DurationVar(&b.duration, "duration", 10*time.Second, "how long to run when --records is 0")
@@ -96,7 +97,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if b.warmup > 0 && b.records > 0 {
 		return usageError{errors.New("--warmup needs a run by --duration, not --records")}
 	}
-	if err := ensureTopic(ctx, cf, b.topic, b.partitions, b.rf); err != nil {
+	cfgs, err := parseTopicConfigs(*configs)
+	if err != nil {
+		return err
+	}
+	if err := ensureTopic(ctx, cf, b.topic, b.partitions, b.rf, cfgs); err != nil {
 		return err
 	}
 	opts, err := pf.opts()
@@ -115,18 +120,18 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	return printBench(e, res, b.jsonOut)
 }
 
-func ensureTopic(ctx context.Context, cf *clientFlags, topic string, parts int32, rf int16) error {
+func ensureTopic(ctx context.Context, cf *clientFlags, topic string, parts int32, rf int16, cfgs map[string]*string) error {
 	adm, done, err := cf.admin()
 	if err != nil {
 		return err
 	}
 	defer done()
-	res, err := adm.CreateTopic(ctx, parts, rf, nil, topic)
+	res, err := adm.CreateTopic(ctx, parts, rf, cfgs, topic)
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create bench topic %s: %w", topic, err)
+		return fmt.Errorf("create bench topic %s: %w", topic, errMsg(err, res.ErrMessage))
 	}
 	return nil
 }

@@ -7,18 +7,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// TestE2E_Bench runs `raftq bench` against a real cluster: every record it
-// reports is in the topic, none failed, and its request round trips were
-// timed (each request carries at least one record and takes no longer
-// than the slowest record it carried).
+// TestE2E_Bench runs `raftq bench` against a real cluster: it creates its
+// topic with the configs given, every record it reports is in the topic,
+// none failed, and its request round trips were timed (each request
+// carries at least one record and takes no longer than the slowest record
+// it carried).
 func TestE2E_Bench(t *testing.T) {
 	c := e2eCluster(t, 3)
 	bs := strings.Join(seeds(c), ",")
 	const records = 3000
 	out := cli(t, 0, "", "bench", "--topic", "b", "--partitions", "3", "--records", strconv.Itoa(records),
-		"--rate", "3000", "--interval", "500ms", "--json", "-b", bs)
+		"--rate", "3000", "--interval", "500ms", "--json", "-c", "segment.bytes=1048576", "-b", bs)
 	var res benchResult
 	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil {
 		t.Fatalf("bench --json printed %q: %v", out.stdout, err)
@@ -47,5 +50,25 @@ func TestE2E_Bench(t *testing.T) {
 	}
 	if inTopic != records {
 		t.Errorf("topic b holds %d records, bench reported %d", inTopic, records)
+	}
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range rc.Configs {
+		if cfg.Key == "segment.bytes" && cfg.MaybeValue() != "1048576" {
+			t.Errorf("bench topic b: segment.bytes %s, want the 1048576 given with -c", cfg.MaybeValue())
+		}
+	}
+
+	// A malformed --config is a usage error, an unknown key the broker's.
+	cli(t, 2, "", "bench", "--topic", "c", "--records", "1", "-c", "segment.bytes", "-b", bs)
+	out = cli(t, 1, "", "bench", "--topic", "c", "--records", "1", "-c", "no.such.config=1", "-b", bs)
+	if !strings.Contains(out.stderr, "no.such.config") {
+		t.Errorf("bench with an unknown topic config: stderr %q, want it named", out.stderr)
 	}
 }

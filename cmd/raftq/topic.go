@@ -29,13 +29,9 @@ func topicCreate(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one topic name")}
 	}
-	cfgs := map[string]*string{}
-	for _, kv := range *configs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return usageError{fmt.Errorf("--config %q: want key=value", kv)}
-		}
-		cfgs[k] = &v
+	cfgs, err := parseTopicConfigs(*configs)
+	if err != nil {
+		return err
 	}
 	adm, done, err := cf.admin()
 	if err != nil {
@@ -51,6 +47,20 @@ func topicCreate(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "created topic %s: %d partitions, replication factor %d\n", res.Topic, res.NumPartitions, res.ReplicationFactor)
 	return nil
+}
+
+// parseTopicConfigs reads --config key=value flags into CreateTopics
+// configs; a malformed one is a usage error.
+func parseTopicConfigs(kvs []string) (map[string]*string, error) {
+	cfgs := map[string]*string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, usageError{fmt.Errorf("--config %q: want key=value", kv)}
+		}
+		cfgs[k] = &v
+	}
+	return cfgs, nil
 }
 
 func errMsg(err error, msg string) error {
