@@ -66,9 +66,8 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		_ = sm.Close()
 		return nil, err
 	}
-	gc := raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine}
-	gc.HoldElectionTicks = electionHold(n.meta.View(), p.Replicas, n.cfg.NodeID, n.cfg.ElectionTicks)
-	g, err := n.host.CreateGroup(gc)
+	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine,
+		HoldElectionTicks: electionHold(n.meta.View(), p.Replicas, n.cfg.NodeID, n.cfg.ElectionTicks)})
 	if err != nil {
 		_ = sm.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, p.Index, err)

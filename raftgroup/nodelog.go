@@ -45,7 +45,6 @@ type nodeLog struct {
 	w       *wal.WAL
 	seq     uint64   // last sequence number written
 	start   uint64   // the WAL's start: records after it are replayed
-	lastCkp uint64   // the previous checkpoint's sequence number
 	ckps    []uint64 // the last busyPinCheckpoints checkpoints, oldest first
 	written int64    // bytes since the last checkpoint
 

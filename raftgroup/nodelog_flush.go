@@ -259,12 +259,17 @@ func (l *nodeLog) pinnedStart(seq uint64) (start uint64, stale []uint64) {
 				zap.Uint64("group", id), zap.Int("checkpoints", g.stale), zap.Uint64("record", g.pins[0].seq))
 		}
 	}
-	l.lastCkp = seq
+	l.noteCheckpoint(seq)
+	return start, stale
+}
+
+// noteCheckpoint remembers a checkpoint at seq, keeping the last
+// busyPinCheckpoints; l.mu held.
+func (l *nodeLog) noteCheckpoint(seq uint64) {
 	l.ckps = append(l.ckps, seq)
 	if len(l.ckps) > busyPinCheckpoints {
 		l.ckps = l.ckps[1:]
 	}
-	return start, stale
 }
 
 // shouldCompact reports whether a group holding records from before the
@@ -277,8 +282,9 @@ func (l *nodeLog) pinnedStart(seq uint64) (start uint64, stale []uint64) {
 // an fsync of its state machine, four times as often as their own
 // thresholds do, and stalled the other writes on the disk behind them.
 func (l *nodeLog) shouldCompact(g *groupLog, long uint64) bool {
+	prev := l.checkpointsAgo(1)
 	first, newest := g.pins[0].seq, g.pins[len(g.pins)-1].seq
-	return first <= l.lastCkp && (newest <= l.lastCkp || first <= long)
+	return first <= prev && (newest <= prev || first <= long)
 }
 
 // checkpointsAgo returns the sequence number of the checkpoint n back,

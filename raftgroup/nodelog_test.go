@@ -404,7 +404,7 @@ func TestNodeLog_CompactsOldestFirst(t *testing.T) {
 		mustSave(t, l, g, hardState(1, 1, 0), ents(1, 1, 1))
 	}
 	l.mu.Lock()
-	l.lastCkp = l.seq
+	l.noteCheckpoint(l.seq)
 	l.mu.Unlock()
 	start, stale := l.pinnedStart(l.seq + 1)
 	if start != 0 {
@@ -428,7 +428,7 @@ func TestNodeLog_ReportsOnlyStuckPins(t *testing.T) {
 	defer l.close()
 	checkpoint := func() {
 		l.mu.Lock()
-		l.lastCkp = l.seq
+		l.noteCheckpoint(l.seq)
 		l.mu.Unlock()
 		l.pinnedStart(l.seq + 1)
 	}
