@@ -34,6 +34,7 @@ func commands() map[string]command {
 		"consume": {"consume records", runConsume},
 		"cluster": {"cluster status", runCluster},
 		"bench":   {"measure produce throughput and latency", runBench},
+		"floor":   {"measure the least a replicated, fsynced commit costs on this disk (no raft, no Kafka)", runFloor},
 		"group":   {"list, describe or reset consumer groups", runGroup},
 		"jepsen":  {"run a Jepsen test against a local cluster under faults", runJepsen},
 	}

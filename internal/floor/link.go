@@ -1,0 +1,143 @@
+package floor
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+)
+
+// frameHeader is a batch id and the batch's length; an acknowledgement
+// is the id alone.
+const frameHeader = 12
+
+// maxFrame bounds what a follower accepts, so that a stray connection
+// cannot make it allocate without limit.
+const maxFrame = 64 << 20
+
+// link carries a leader's batches to one follower and brings back the
+// follower's acknowledgements.
+type link struct {
+	conn    net.Conn
+	out     chan []byte
+	mu      sync.Mutex // guards pending; a leaf lock
+	pending map[uint64]*batch
+}
+
+func newLink(conn net.Conn) *link {
+	return &link{conn: conn, out: make(chan []byte, 4096), pending: map[uint64]*batch{}}
+}
+
+// send queues b's data for the follower, or gives up once stop closes.
+func (l *link) send(b *batch, data []byte, stop <-chan struct{}) {
+	l.mu.Lock()
+	l.pending[b.id] = b
+	l.mu.Unlock()
+	fr := make([]byte, frameHeader+len(data))
+	binary.LittleEndian.PutUint64(fr, b.id)
+	binary.LittleEndian.PutUint32(fr[8:], uint32(len(data)))
+	copy(fr[frameHeader:], data)
+	select {
+	case l.out <- fr:
+	case <-stop:
+	}
+}
+
+// writeLoop writes queued frames, everything queued in one flush.
+func (l *link) writeLoop(stop <-chan struct{}, fail func(error)) {
+	w := bufio.NewWriterSize(l.conn, 1<<16)
+	for {
+		var fr []byte
+		select {
+		case <-stop:
+			return
+		case fr = <-l.out:
+		}
+		w.Write(fr)
+		for len(l.out) > 0 {
+			w.Write(<-l.out)
+		}
+		if err := w.Flush(); err != nil {
+			fail(fmt.Errorf("send to follower: %w", err))
+			return
+		}
+	}
+}
+
+// ackLoop counts the follower's acknowledgements toward their batches.
+func (l *link) ackLoop(fail func(error)) {
+	r := bufio.NewReader(l.conn)
+	var id [8]byte
+	for {
+		if _, err := io.ReadFull(r, id[:]); err != nil {
+			fail(fmt.Errorf("read acknowledgement: %w", err))
+			return
+		}
+		l.mu.Lock()
+		b := l.pending[binary.LittleEndian.Uint64(id[:])]
+		delete(l.pending, binary.LittleEndian.Uint64(id[:]))
+		l.mu.Unlock()
+		if b == nil {
+			fail(fmt.Errorf("acknowledgement for unknown batch %d", binary.LittleEndian.Uint64(id[:])))
+			return
+		}
+		b.ack()
+	}
+}
+
+// follow serves one leader's connection on node n: it appends every batch
+// and acknowledges it once durable.
+func follow(conn net.Conn, n *node, stop <-chan struct{}, fail func(error)) {
+	acks := make(chan uint64, 4096)
+	go writeAcks(conn, acks, stop, fail)
+	r := bufio.NewReaderSize(conn, 1<<16)
+	var h [frameHeader]byte
+	for {
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			fail(fmt.Errorf("read batch: %w", err))
+			return
+		}
+		id, size := binary.LittleEndian.Uint64(h[:]), binary.LittleEndian.Uint32(h[8:])
+		if size > maxFrame {
+			fail(fmt.Errorf("batch %d of %d bytes is over %d", id, size, maxFrame))
+			return
+		}
+		data := make([]byte, size)
+		if _, err := io.ReadFull(r, data); err != nil {
+			fail(fmt.Errorf("read batch %d: %w", id, err))
+			return
+		}
+		n.append(data, func() {
+			select {
+			case acks <- id:
+			case <-stop:
+			}
+		})
+	}
+}
+
+// writeAcks sends acknowledgements, everything queued in one flush.
+func writeAcks(conn net.Conn, acks <-chan uint64, stop <-chan struct{}, fail func(error)) {
+	w := bufio.NewWriter(conn)
+	var b [8]byte
+	for {
+		var id uint64
+		select {
+		case <-stop:
+			return
+		case id = <-acks:
+		}
+		binary.LittleEndian.PutUint64(b[:], id)
+		w.Write(b[:])
+		for len(acks) > 0 {
+			binary.LittleEndian.PutUint64(b[:], <-acks)
+			w.Write(b[:])
+		}
+		if err := w.Flush(); err != nil {
+			fail(fmt.Errorf("send acknowledgement: %w", err))
+			return
+		}
+	}
+}
