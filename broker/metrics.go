@@ -24,6 +24,7 @@ type metrics struct {
 	fetchBytes  prometheus.Counter
 	walSync     prometheus.Histogram
 	produceRecs prometheus.Counter
+	replicate   *prometheus.HistogramVec
 }
 
 var _ kafka.Observer = (*metrics)(nil)
@@ -47,7 +48,12 @@ func newMetrics() *metrics {
 		Name: "raftq_wal_fsync_seconds", Help: "Latency of raft WAL saves that fsynced.",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
 	})
-	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync,
+	m.replicate = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "raftq_produce_replicate_seconds",
+		Help:    "Raft's share of a produce: from a batch's proposal on the leader until it was durably appended there (acks=1) or applied after a quorum committed it (acks=all); answered batches only.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	}, []string{"until"})
+	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

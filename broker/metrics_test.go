@@ -36,6 +36,18 @@ func TestMetrics_ProduceOutcomesAfterApply(t *testing.T) {
 	if got := counterValue(t, m.produceRecs); got != 2 {
 		t.Errorf("raftq_produce_batches_total = %v, want 2 batches proposed", got)
 	}
+	if n, sum := histogramCount(t, m.replicate.WithLabelValues("applied")); n != 1 || sum <= 0 {
+		t.Errorf("raftq_produce_replicate_seconds{until=applied}: %d observations summing %gs, want the one answered batch", n, sum)
+	}
+}
+
+func histogramCount(t *testing.T, o prometheus.Observer) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }
 
 func counterValue(t *testing.T, c prometheus.Counter) float64 {

@@ -121,6 +121,7 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 		return nil
 	}
 	base, projected := rep.project(st, int64(info.NumRecords), info.Idempotent())
+	proposed := time.Now()
 	p, err := rep.group.Propose(ctx, partition.ProduceParts(batch)...)
 	if err != nil {
 		rep.invalidate()
@@ -134,11 +135,16 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 	n.metrics.produceRecs.Inc()
 	early := acks == 1 || (acks == -1 && n.cfg.UnsafeAckBeforeCommit)
 	return func(ctx context.Context) {
+		until := "applied"
 		if early && projected {
+			until = "appended"
 			n.awaitAppended(ctx, rep, p, base, sp)
-			return
+		} else {
+			n.awaitApplied(ctx, rep, p, sp)
 		}
-		n.awaitApplied(ctx, rep, p, sp)
+		if sp.ErrorCode == 0 {
+			n.metrics.replicate.WithLabelValues(until).Observe(time.Since(proposed).Seconds())
+		}
 	}
 }
 
