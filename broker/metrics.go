@@ -50,7 +50,7 @@ func newMetrics() *metrics {
 	})
 	m.replicate = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "raftq_produce_replicate_seconds",
-		Help:    "Raft's share of a produce: from a batch's proposal on the leader until it was durably appended there (acks=1) or applied after a quorum committed it (acks=all); answered batches only.",
+		Help:    "Raft's share of a produce: from a batch's proposal on the leader until the answer could go, by what it waited for: appended (durable in the leader's WAL; acks=1 with the offset known beforehand) or applied (committed by a quorum and applied; acks=all, and acks=1 otherwise). Batches answered without error only.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 	}, []string{"until"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,

@@ -41,6 +41,33 @@ func TestMetrics_ProduceOutcomesAfterApply(t *testing.T) {
 	}
 }
 
+// TestMetrics_ReplicateUntilAppended: an acks=1 batch whose offset the
+// leader knows beforehand is answered once durable in the leader's WAL,
+// and its time is counted under until="appended". A fresh partition may
+// not give the projection for the first batch (its no-op not yet
+// applied), so up to ten are sent, one at a time.
+func TestMetrics_ReplicateUntilAppended(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	createTopic(t, cl, "r1", 1, 3)
+	m := c.nodes[leaderOfPartition(t, c, "r1", 0)].metrics
+	sent := 0
+	for ; sent < 10 && histCount(t, m.replicate.WithLabelValues("appended")) == 0; sent++ {
+		produceSync(t, cl, "r1", 0, "v")
+	}
+	appended := histCount(t, m.replicate.WithLabelValues("appended"))
+	applied := histCount(t, m.replicate.WithLabelValues("applied"))
+	if appended != 1 || appended+applied != uint64(sent) {
+		t.Fatalf("after %d acks=1 batches: %d counted until appended, %d until applied; want one appended and each batch once", sent, appended, applied)
+	}
+}
+
+func histCount(t *testing.T, o prometheus.Observer) uint64 {
+	t.Helper()
+	n, _ := histogramCount(t, o)
+	return n
+}
+
 func histogramCount(t *testing.T, o prometheus.Observer) (uint64, float64) {
 	t.Helper()
 	var m dto.Metric

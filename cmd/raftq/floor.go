@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/raftq/raftq/internal/floor"
@@ -24,8 +25,13 @@ type floorResult struct {
 	P99ms       float64   `json:"p99_ms"`
 	P999ms      float64   `json:"p999_ms"`
 	MaxMs       float64   `json:"max_ms"`
-	Fsyncs      []int64   `json:"fsyncs"`
-	FsyncMeanMs []float64 `json:"fsync_mean_ms"`
+	MaxLagMs    float64   `json:"generator_max_lag_ms"`
+	ElapsedS    float64   `json:"elapsed_s"`
+	Prealloc    int64     `json:"prealloc_bytes"`
+	Tmpfs       bool      `json:"tmpfs"`
+	Flushes     []int64   `json:"flushes"`
+	FlushMeanMs []float64 `json:"flush_mean_ms"`
+	Bytes       []int64   `json:"bytes"`
 }
 
 // runFloor measures the least a replicated, fsynced commit costs on this
@@ -41,10 +47,16 @@ func runFloor(ctx context.Context, e *env, args []string) error {
 	fs.IntVar(&cfg.RecordBytes, "record-size", 100, "bytes each record takes in the log")
 	fs.DurationVar(&cfg.Duration, "duration", 12*time.Second, "how long to measure")
 	fs.DurationVar(&cfg.Warmup, "warmup", 3*time.Second, "run this long first, uncounted")
-	fs.Int64Var(&cfg.Prealloc, "prealloc", 256<<20, "bytes fallocated per node file up front, as etcd's WAL preallocates segments (0: a growing file)")
+	fs.Int64Var(&cfg.Prealloc, "prealloc", -1, "bytes fallocated per node file up front, as etcd's WAL preallocates segments (0: a growing file; default: what the run writes)")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if cfg.Nodes < 1 || cfg.Partitions < 1 || cfg.RecordBytes < 1 {
+		return usageError{fmt.Errorf("--nodes %d, --partitions %d, --record-size %d: want each at least 1", cfg.Nodes, cfg.Partitions, cfg.RecordBytes)}
+	}
+	if cfg.Prealloc == -1 {
+		cfg.Prealloc = runBytes(cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
@@ -59,7 +71,23 @@ func runFloor(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return printFloor(e, newFloorResult(cfg, r), *jsonOut)
+	out := newFloorResult(cfg, r)
+	out.Tmpfs = onTmpfs(d)
+	return printFloor(e, out, *jsonOut)
+}
+
+// runBytes is about what each node's file takes in a run: every record
+// of the warm-up and the duration, at least one a batch, and a margin.
+func runBytes(cfg floor.Config) int64 {
+	perS := max(cfg.Rate, float64(1000*cfg.Partitions))
+	return int64(perS*(cfg.Warmup+cfg.Duration).Seconds()*float64(cfg.RecordBytes)*1.05) + 1<<20
+}
+
+// onTmpfs reports whether dir is on tmpfs, where fdatasync costs nothing.
+func onTmpfs(dir string) bool {
+	const tmpfsMagic = 0x01021994
+	var st syscall.Statfs_t
+	return syscall.Statfs(dir, &st) == nil && st.Type == tmpfsMagic
 }
 
 // floorDir makes a fresh directory for the run's files, inside dir if
@@ -79,13 +107,17 @@ func newFloorResult(cfg floor.Config, r floor.Result) floorResult {
 		Seconds: cfg.Duration.Seconds(), WarmupS: cfg.Warmup.Seconds(),
 		Batches: r.Batches, Committed: r.Committed,
 		P50ms: ms(r.P50), P99ms: ms(r.P99), P999ms: ms(r.P999), MaxMs: ms(r.Max),
+		MaxLagMs: ms(r.MaxLag), ElapsedS: r.Elapsed.Seconds(), Prealloc: cfg.Prealloc,
 	}
 	for _, n := range r.Nodes {
-		out.Fsyncs = append(out.Fsyncs, n.Syncs)
-		out.FsyncMeanMs = append(out.FsyncMeanMs, ms(n.MeanSync))
+		out.Flushes = append(out.Flushes, n.Flushes)
+		out.FlushMeanMs = append(out.FlushMeanMs, ms(n.MeanFlush))
+		out.Bytes = append(out.Bytes, n.Bytes)
 	}
 	return out
 }
+
+func secs(s float64) string { return time.Duration(s * float64(time.Second)).String() }
 
 func printFloor(e *env, r floorResult, asJSON bool) error {
 	if asJSON {
@@ -93,12 +125,21 @@ func printFloor(e *env, r floorResult, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	fmt.Fprintf(e.stdout, "%d nodes, %d partitions, %.0f records/s of %d B for %.1fs after a %.1fs warm-up\n",
-		r.Nodes, r.Partitions, r.Rate, r.RecordSize, r.Seconds, r.WarmupS)
-	fmt.Fprintf(e.stdout, "%d of %d batches committed: commit p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
-		r.Committed, r.Batches, r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
-	for i := range r.Fsyncs {
-		fmt.Fprintf(e.stdout, "node %d: %d fdatasyncs, mean %.3f ms\n", i+1, r.Fsyncs[i], r.FsyncMeanMs[i])
+	fmt.Fprintf(e.stdout, "%d nodes, %d partitions, %.0f records/s of %d B for %s after a %s warm-up\n",
+		r.Nodes, r.Partitions, r.Rate, r.RecordSize, secs(r.Seconds), secs(r.WarmupS))
+	fmt.Fprintf(e.stdout, "%d of %d batches committed: commit p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms (generator behind by %.2f ms at most)\n",
+		r.Committed, r.Batches, r.P50ms, r.P99ms, r.P999ms, r.MaxMs, r.MaxLagMs)
+	for i := range r.Flushes {
+		fmt.Fprintf(e.stdout, "node %d: %d flushes (write and fdatasync), mean %.3f ms, %d bytes\n", i+1, r.Flushes[i], r.FlushMeanMs[i], r.Bytes[i])
+	}
+	for i, b := range r.Bytes {
+		if r.Prealloc > 0 && b > r.Prealloc {
+			fmt.Fprintf(e.stdout, "note: node %d wrote past its %d preallocated bytes, and its later fdatasyncs also wrote the file's size\n", i+1, r.Prealloc)
+			break
+		}
+	}
+	if r.Tmpfs {
+		fmt.Fprintln(e.stdout, "note: the data dir is on tmpfs, where fdatasync costs nothing; pass --data-dir on the disk to measure")
 	}
 	if r.Committed < r.Batches {
 		return fmt.Errorf("%d batches did not commit", r.Batches-r.Committed)

@@ -24,8 +24,11 @@ func TestFloor_ReportsEveryBatchCommittedAndCleansUp(t *testing.T) {
 	if r.Batches != 200*6 || r.Committed != r.Batches {
 		t.Fatalf("batches %d, committed %d: want %d of each", r.Batches, r.Committed, 200*6)
 	}
-	if r.P99ms <= 0 || len(r.Fsyncs) != 3 || r.Fsyncs[2] == 0 {
-		t.Fatalf("p99 %g ms, fsyncs %v: want a latency and every node's fsyncs", r.P99ms, r.Fsyncs)
+	if r.P99ms <= 0 || len(r.Flushes) != 3 || r.Flushes[2] == 0 {
+		t.Fatalf("p99 %g ms, flushes %v: want a latency and every node's flushes", r.P99ms, r.Flushes)
+	}
+	if r.Prealloc < r.Bytes[0] {
+		t.Fatalf("preallocated %d bytes, node 1 wrote %d: the default must cover the run", r.Prealloc, r.Bytes[0])
 	}
 	left, err := os.ReadDir(dir)
 	if err != nil {
@@ -41,6 +44,10 @@ func TestFloor_BadFlagsAreUsageErrors(t *testing.T) {
 		{"--nodes", "2"},
 		{"--rate", "0"},
 		{"--duration", "0s"},
+		{"--nodes", "0"},
+		{"--record-size", "0"},
+		{"--prealloc", "-5"},
+		{"--rate", "NaN"},
 	} {
 		var errOut bytes.Buffer
 		e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &errOut}

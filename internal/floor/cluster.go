@@ -102,10 +102,11 @@ func (c *cluster) goRun(fn func()) {
 }
 
 // send appends data on leader l and sends it to every other node at once.
-func (c *cluster) send(l int, data []byte, slot *atomic.Int64) {
+// The batch's latency runs from due, when it should have gone.
+func (c *cluster) send(l int, due time.Time, data []byte, slot *atomic.Int64) {
 	c.nextID++
 	c.outstanding.Add(int64(len(c.nodes)))
-	b := &batch{id: c.nextID, sent: time.Now(), quorum: c.quorum, slot: slot, settled: c.settle}
+	b := &batch{id: c.nextID, sent: due, quorum: c.quorum, slot: slot, settled: c.settle}
 	for f, lk := range c.links[l] {
 		if f != l {
 			lk.send(b, data, c.stop)

@@ -3,6 +3,8 @@ package floor
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -10,7 +12,8 @@ import (
 
 // Config describes one measurement.
 type Config struct {
-	// Dir holds one file per node; it must exist.
+	// Dir holds one file per node (node-N.log), which Run creates: Dir
+	// must exist and hold no such file.
 	Dir string
 	// Nodes is the number of replicas, odd; 0 means 3.
 	Nodes int
@@ -23,26 +26,35 @@ type Config struct {
 	// Warmup runs at the same rate before Duration, uncounted.
 	Warmup, Duration time.Duration
 	// Prealloc is the bytes fallocated for each node's file up front; 0
-	// appends to a file that grows.
+	// appends to a file that grows. NodeResult.Bytes says whether a run
+	// outgrew it.
 	Prealloc int64
 }
 
-// Result is what a measurement found. Latencies run from a batch's send
-// to its commit, over the batches sent after the warm-up.
+// Result is what a measurement found. Latencies run from the moment a
+// batch was due to go, on a fixed schedule, to its commit, over the
+// batches due after the warm-up; a generator that falls behind adds its
+// delay to theirs rather than hiding it.
 type Result struct {
-	Batches   int // sent after the warm-up
+	Batches   int // due after the warm-up
 	Committed int // of those, committed by the end
 	P50       time.Duration
 	P99       time.Duration
 	P999      time.Duration
 	Max       time.Duration
-	Nodes     []NodeResult
+	// MaxLag is the furthest the generator fell behind its schedule.
+	MaxLag time.Duration
+	// Elapsed is the whole run, warm-up and drain included.
+	Elapsed time.Duration
+	Nodes   []NodeResult
 }
 
-// NodeResult is one node's fdatasyncs over the whole run.
+// NodeResult is one node's log over the whole run: its flushes (each a
+// write and an fdatasync, timed together) and the bytes in it.
 type NodeResult struct {
-	Syncs    int64
-	MeanSync time.Duration
+	Flushes   int64
+	MeanFlush time.Duration
+	Bytes     int64
 }
 
 // tick is how often every partition's leader sends a batch.
@@ -50,6 +62,9 @@ const tick = time.Millisecond
 
 // drain is how long Run waits for the last batches to commit.
 const drain = 5 * time.Second
+
+// maxRun bounds a run's warm-up and duration together.
+const maxRun = time.Hour
 
 // Validate fills in the defaults and reports a config that Run would
 // refuse.
@@ -68,14 +83,26 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("floor: %d nodes: want an odd number", c.Nodes)
 	case c.Partitions < 1:
 		return fmt.Errorf("floor: %d partitions: want at least 1", c.Partitions)
-	case c.Rate <= 0:
-		return fmt.Errorf("floor: rate %g: want records a second above 0", c.Rate)
+	case math.IsNaN(c.Rate) || c.Rate <= 0 || c.Rate > math.MaxInt32:
+		return fmt.Errorf("floor: rate %g: want records a second above 0 and at most %d", c.Rate, math.MaxInt32)
 	case c.RecordBytes < 1:
 		return fmt.Errorf("floor: record bytes %d: want at least 1", c.RecordBytes)
-	case c.Duration <= 0 || c.Warmup < 0:
-		return fmt.Errorf("floor: duration %s, warm-up %s: want a positive duration", c.Duration, c.Warmup)
+	case c.maxBatch() > maxFrame:
+		return fmt.Errorf("floor: batches of up to %d bytes (rate %g, %d partitions, %d-byte records): want at most %d", c.maxBatch(), c.Rate, c.Partitions, c.RecordBytes, maxFrame)
+	case c.Warmup < 0:
+		return fmt.Errorf("floor: warm-up %s: want zero or more", c.Warmup)
+	case c.Duration < tick || c.Duration > maxRun || c.Warmup > maxRun-c.Duration:
+		return fmt.Errorf("floor: duration %s after a warm-up of %s: want at least %s, and at most %s together", c.Duration, c.Warmup, tick, maxRun)
+	case c.Prealloc < 0:
+		return fmt.Errorf("floor: preallocation %d: want zero or more bytes", c.Prealloc)
 	}
 	return nil
+}
+
+// maxBatch bounds the bytes of one batch (recordsAt).
+func (c *Config) maxBatch() int64 {
+	perTick := int64(math.Ceil(c.Rate/1000)) + 1
+	return (perTick/int64(c.Partitions) + 1) * int64(c.RecordBytes)
 }
 
 // Run measures until the warm-up and duration have passed, the context
@@ -88,10 +115,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	began := time.Now()
 	ticks := int((cfg.Warmup + cfg.Duration) / tick)
 	lat := make([]atomic.Int64, ticks*cfg.Partitions)
-	sent := c.generate(ctx, cfg, ticks, lat)
+	sent, lag := c.generate(ctx, cfg, ticks, lat)
 	c.await(ctx)
+	elapsed := time.Since(began)
 	err = c.shutdown()
 	if err != nil {
 		return Result{}, err
@@ -100,34 +129,49 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, ctx.Err()
 	}
 	warm := int(cfg.Warmup/tick) * cfg.Partitions
-	return c.result(lat[warm:sent]), nil
+	r := c.result(lat[warm:sent])
+	r.MaxLag, r.Elapsed = lag, elapsed
+	return r, nil
 }
 
-// generate sends a batch per partition and tick, catching up on ticks
-// that a late wake-up missed, and returns how many slots of lat it used.
-func (c *cluster) generate(ctx context.Context, cfg Config, ticks int, lat []atomic.Int64) int {
+// generate sends a batch per partition and tick, tick k due at (k+1)
+// ticks after the start, catching up on ticks that a late wake-up missed.
+// It returns how many slots of lat it used and how far it fell behind.
+func (c *cluster) generate(ctx context.Context, cfg Config, ticks int, lat []atomic.Int64) (int, time.Duration) {
+	payload := randomBytes(cfg.maxBatch())
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	began := time.Now()
 	sent := 0
+	var lag time.Duration
 	for next := 0; next < ticks; {
 		select {
 		case <-ctx.Done():
-			return sent
+			return sent, lag
 		case <-c.stop:
-			return sent
+			return sent, lag
 		case <-t.C:
 		}
-		for due := int(time.Since(began) / tick); next < ticks && next <= due; next++ {
+		for due := int(time.Since(began) / tick); next < ticks && next < due; next++ {
+			at := began.Add(time.Duration(next+1) * tick)
+			lag = max(lag, time.Since(at))
 			for p := range cfg.Partitions {
 				n := recordsAt(cfg.Rate, next, p, cfg.Partitions)
-				data := make([]byte, n*cfg.RecordBytes)
-				c.send(p%cfg.Nodes, data, &lat[sent])
+				c.send(p%cfg.Nodes, at, payload[:n*cfg.RecordBytes], &lat[sent])
 				sent++
 			}
 		}
 	}
-	return sent
+	return sent, lag
+}
+
+// randomBytes is what batches carry: random, so that nothing below
+// (compression, deduplication) finds it cheaper than real records.
+func randomBytes(n int64) []byte {
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{})
+	r.Read(b)
+	return b
 }
 
 // recordsAt is how many of tick's records go to partition p: the ticks
@@ -173,13 +217,13 @@ func (c *cluster) result(slots []atomic.Int64) Result {
 	r.Committed = len(lat)
 	slices.Sort(lat)
 	if len(lat) > 0 {
-		at := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+		at := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] } // as raftq bench ranks
 		r.P50, r.P99, r.P999, r.Max = at(0.5), at(0.99), at(0.999), lat[len(lat)-1]
 	}
 	for _, n := range c.nodes {
-		nr := NodeResult{Syncs: n.syncs.Load()}
-		if nr.Syncs > 0 {
-			nr.MeanSync = time.Duration(n.syncNanos.Load() / nr.Syncs)
+		nr := NodeResult{Flushes: n.flushes.Load(), Bytes: n.written.Load()}
+		if nr.Flushes > 0 {
+			nr.MeanFlush = time.Duration(n.flushNanos.Load() / nr.Flushes)
 		}
 		r.Nodes = append(r.Nodes, nr)
 	}

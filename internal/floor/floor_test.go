@@ -3,6 +3,7 @@ package floor
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,6 +26,9 @@ func TestRun_EveryReplicaHoldsEveryBatch(t *testing.T) {
 	if r.P50 <= 0 || r.P50 > r.P99 || r.P99 > r.P999 || r.P999 > r.Max {
 		t.Fatalf("latencies out of order: p50 %s p99 %s p99.9 %s max %s", r.P50, r.P99, r.P999, r.Max)
 	}
+	if r.Elapsed < 400*time.Millisecond || r.MaxLag < 0 {
+		t.Fatalf("elapsed %s, lag %s: want at least the 400ms scheduled", r.Elapsed, r.MaxLag)
+	}
 	var records int
 	for tk := range 400 {
 		for p := range 6 {
@@ -32,8 +36,8 @@ func TestRun_EveryReplicaHoldsEveryBatch(t *testing.T) {
 		}
 	}
 	for i, n := range r.Nodes {
-		if n.Syncs == 0 || n.MeanSync <= 0 {
-			t.Errorf("node %d: %d syncs, mean %s", i, n.Syncs, n.MeanSync)
+		if n.Flushes == 0 || n.MeanFlush <= 0 || n.Bytes != int64(records*100) {
+			t.Errorf("node %d: %d flushes, mean %s, %d bytes (want %d)", i, n.Flushes, n.MeanFlush, n.Bytes, records*100)
 		}
 		fi, err := os.Stat(filepath.Join(dir, "node-"+string(rune('0'+i))+".log"))
 		if err != nil {
@@ -71,8 +75,15 @@ func TestRun_RefusesBadConfig(t *testing.T) {
 	}{
 		{Config{Nodes: 2, Rate: 1, Duration: time.Second}, "odd"},
 		{Config{Rate: 0, Duration: time.Second}, "rate"},
+		{Config{Rate: math.NaN(), Duration: time.Second}, "rate"},
+		{Config{Rate: math.Inf(1), Duration: time.Second}, "rate"},
 		{Config{Rate: 1}, "duration"},
+		{Config{Rate: 1, Duration: time.Microsecond}, "duration"},
+		{Config{Rate: 1, Duration: time.Hour, Warmup: time.Minute}, "at most"},
+		{Config{Rate: 1, Duration: time.Second, Warmup: -time.Second}, "warm-up -1s"},
 		{Config{Rate: 1, Duration: time.Second, Partitions: -1}, "partitions"},
+		{Config{Rate: 1, Duration: time.Second, Prealloc: -5}, "preallocation"},
+		{Config{Rate: 1e6, Duration: time.Second, RecordBytes: 1 << 20}, "batches of up to"},
 	} {
 		c.cfg.Dir = t.TempDir()
 		_, err := Run(context.Background(), c.cfg)
@@ -134,6 +145,7 @@ func TestFollow_RefusesAnOversizedBatch(t *testing.T) {
 	defer n.close()
 	leader, follower := net.Pipe()
 	defer leader.Close()
+	defer follower.Close()
 	stop := make(chan struct{})
 	defer close(stop)
 	errc := make(chan error, 1)
@@ -144,7 +156,12 @@ func TestFollow_RefusesAnOversizedBatch(t *testing.T) {
 	if _, err := leader.Write(h[:]); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; err == nil || !strings.Contains(err.Error(), "batch 7") {
-		t.Fatalf("got %v, want the oversized batch refused", err)
+	select {
+	case err := <-errc:
+		if !strings.Contains(err.Error(), "batch 7") {
+			t.Fatalf("got %v, want the oversized batch refused", err)
+		}
+	case <-time.After(10 * time.Second): // a guard against a hang, not a wait for the result
+		t.Fatal("the follower neither refused nor read on")
 	}
 }

@@ -91,7 +91,15 @@ func (l *link) ackLoop(fail func(error)) {
 // and acknowledges it once durable.
 func follow(conn net.Conn, n *node, stop <-chan struct{}, fail func(error)) {
 	acks := make(chan uint64, 4096)
-	go writeAcks(conn, acks, stop, fail)
+	var writer sync.WaitGroup
+	writer.Go(func() { writeAcks(conn, acks, stop, fail) })
+	defer writer.Wait() // it ends with stop, which every return here brings
+	readBatches(conn, n, acks, stop, fail)
+}
+
+// readBatches reads batches until the connection fails or carries a bad one;
+// either way it reports the error, which stops the run.
+func readBatches(conn net.Conn, n *node, acks chan<- uint64, stop <-chan struct{}, fail func(error)) {
 	r := bufio.NewReaderSize(conn, 1<<16)
 	var h [frameHeader]byte
 	for {

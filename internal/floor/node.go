@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
 
 // node is one replica's log: a file and the goroutine that group-commits
@@ -20,8 +21,9 @@ type node struct {
 	mu    sync.Mutex // guards queue; a leaf lock
 	queue []write
 
-	syncs     atomic.Int64
-	syncNanos atomic.Int64
+	flushes    atomic.Int64
+	flushNanos atomic.Int64
+	written    atomic.Int64
 }
 
 // write is a queued append; done runs once it is on disk.
@@ -39,7 +41,7 @@ func openNode(dir string, id int, prealloc int64) (*node, error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	if prealloc > 0 {
-		if err := syscall.Fallocate(int(f.Fd()), 0, 0, prealloc); err != nil {
+		if err := fileutil.Preallocate(f, prealloc, true); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("fallocate %s: %w", path, err)
 		}
@@ -90,7 +92,8 @@ func (n *node) run(stop <-chan struct{}, fail func(error)) {
 	}
 }
 
-// flush writes q at the end of the log and fdatasyncs it, timing both.
+// flush writes q at the end of the log and fdatasyncs it, timing the two
+// together.
 func (n *node) flush(q []write, buf []byte) ([]byte, error) {
 	for _, w := range q {
 		buf = append(buf, w.data...)
@@ -99,12 +102,13 @@ func (n *node) flush(q []write, buf []byte) ([]byte, error) {
 	if _, err := n.f.WriteAt(buf, n.off); err != nil {
 		return buf, fmt.Errorf("write %s: %w", n.f.Name(), err)
 	}
-	if err := syscall.Fdatasync(int(n.f.Fd())); err != nil {
+	if err := fileutil.Fdatasync(n.f); err != nil {
 		return buf, fmt.Errorf("fdatasync %s: %w", n.f.Name(), err)
 	}
 	n.off += int64(len(buf))
-	n.syncs.Add(1)
-	n.syncNanos.Add(int64(time.Since(began)))
+	n.written.Store(n.off)
+	n.flushes.Add(1)
+	n.flushNanos.Add(int64(time.Since(began)))
 	return buf, nil
 }
 
