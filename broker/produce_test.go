@@ -103,7 +103,9 @@ func TestNode_Acks1OffsetsMatchLog(t *testing.T) {
 	}
 }
 
-// rawRequest sends req to the node with the given id.
+// rawRequest sends req to the node with the given id, through a kgo
+// client: kgo gives a ProduceRequest the client's own acks (all) whatever
+// req says, so rawKafka sends other acks.
 func rawRequest(t testing.TB, c *testCluster, id uint64, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	cl := c.client()
