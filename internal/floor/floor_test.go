@@ -1,6 +1,7 @@
 package floor
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -164,4 +165,38 @@ func TestFollow_RefusesAnOversizedBatch(t *testing.T) {
 	case <-time.After(10 * time.Second): // a guard against a hang, not a wait for the result
 		t.Fatal("the follower neither refused nor read on")
 	}
+}
+
+// FuzzReadBatches feeds arbitrary bytes to a follower's batch reader. It
+// must not panic, must end with an error that names what went wrong, and
+// must queue exactly the whole batches that preceded it.
+func FuzzReadBatches(f *testing.F) {
+	frame := func(id uint64, body string) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, id)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(body)))
+		return append(b, body...)
+	}
+	f.Add(append(frame(1, "abc"), frame(2, "")...))
+	f.Add(frame(3, "truncated")[:15])
+	f.Add(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(nil, 4), maxFrame+1))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n := &node{kick: make(chan struct{}, 1)}
+		var got error
+		readBatches(bytes.NewReader(data), n, make(chan uint64, 1), nil, func(err error) { got = err })
+		if got == nil || !strings.Contains(got.Error(), "batch") {
+			t.Fatalf("reader ended with %v, want an error about a batch", got)
+		}
+		want, off := 0, 0
+		for len(data)-off >= frameHeader {
+			size := int(binary.LittleEndian.Uint32(data[off+8:]))
+			if size > maxFrame || len(data)-off-frameHeader < size {
+				break
+			}
+			off += frameHeader + size
+			want++
+		}
+		if len(n.queue) != want {
+			t.Fatalf("queued %d batches, want the %d whole ones", len(n.queue), want)
+		}
+	})
 }
