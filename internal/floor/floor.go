@@ -205,7 +205,8 @@ func (c *cluster) await(ctx context.Context) {
 }
 
 // result turns the latency slots of the measured batches into a Result;
-// an empty slot is a batch that never committed.
+// an empty slot is a batch that never committed. The flushers must have
+// stopped.
 func (c *cluster) result(slots []atomic.Int64) Result {
 	r := Result{Batches: len(slots)}
 	lat := make([]time.Duration, 0, len(slots))
@@ -221,9 +222,9 @@ func (c *cluster) result(slots []atomic.Int64) Result {
 		r.P50, r.P99, r.P999, r.Max = at(0.5), at(0.99), at(0.999), lat[len(lat)-1]
 	}
 	for _, n := range c.nodes {
-		nr := NodeResult{Flushes: n.flushes.Load(), Bytes: n.written.Load()}
-		if nr.Flushes > 0 {
-			nr.MeanFlush = time.Duration(n.flushNanos.Load() / nr.Flushes)
+		nr := NodeResult{Flushes: n.flushes, Bytes: n.off}
+		if n.flushes > 0 {
+			nr.MeanFlush = time.Duration(n.flushNanos / n.flushes)
 		}
 		r.Nodes = append(r.Nodes, nr)
 	}

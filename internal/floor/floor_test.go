@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -40,7 +41,7 @@ func TestRun_EveryReplicaHoldsEveryBatch(t *testing.T) {
 		if n.Flushes == 0 || n.MeanFlush <= 0 || n.Bytes != int64(records*100) {
 			t.Errorf("node %d: %d flushes, mean %s, %d bytes (want %d)", i, n.Flushes, n.MeanFlush, n.Bytes, records*100)
 		}
-		fi, err := os.Stat(filepath.Join(dir, "node-"+string(rune('0'+i))+".log"))
+		fi, err := os.Stat(filepath.Join(dir, fmt.Sprintf("node-%d.log", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

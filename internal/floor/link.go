@@ -21,13 +21,20 @@ const maxFrame = 64 << 20
 // follower's acknowledgements.
 type link struct {
 	conn    net.Conn
-	out     chan []byte
+	out     chan outgoing
 	mu      sync.Mutex // guards pending; a leaf lock
 	pending map[uint64]*batch
 }
 
+// outgoing is a batch queued for the follower; data is shared with the
+// leader's own write and the other links, and only read.
+type outgoing struct {
+	id   uint64
+	data []byte
+}
+
 func newLink(conn net.Conn) *link {
-	return &link{conn: conn, out: make(chan []byte, 4096), pending: map[uint64]*batch{}}
+	return &link{conn: conn, out: make(chan outgoing, 4096), pending: map[uint64]*batch{}}
 }
 
 // send queues b's data for the follower, or gives up once stop closes.
@@ -35,29 +42,31 @@ func (l *link) send(b *batch, data []byte, stop <-chan struct{}) {
 	l.mu.Lock()
 	l.pending[b.id] = b
 	l.mu.Unlock()
-	fr := make([]byte, frameHeader+len(data))
-	binary.LittleEndian.PutUint64(fr, b.id)
-	binary.LittleEndian.PutUint32(fr[8:], uint32(len(data)))
-	copy(fr[frameHeader:], data)
 	select {
-	case l.out <- fr:
+	case l.out <- outgoing{b.id, data}:
 	case <-stop:
 	}
 }
 
-// writeLoop writes queued frames, everything queued in one flush.
+// writeLoop writes queued batches, everything queued in one flush.
 func (l *link) writeLoop(stop <-chan struct{}, fail func(error)) {
 	w := bufio.NewWriterSize(l.conn, 1<<16)
+	var h [frameHeader]byte
+	write := func(o outgoing) {
+		binary.LittleEndian.PutUint64(h[:], o.id)
+		binary.LittleEndian.PutUint32(h[8:], uint32(len(o.data)))
+		w.Write(h[:])
+		w.Write(o.data)
+	}
 	for {
-		var fr []byte
 		select {
 		case <-stop:
 			return
-		case fr = <-l.out:
+		case o := <-l.out:
+			write(o)
 		}
-		w.Write(fr)
 		for len(l.out) > 0 {
-			w.Write(<-l.out)
+			write(<-l.out)
 		}
 		if err := w.Flush(); err != nil {
 			fail(fmt.Errorf("send to follower: %w", err))

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
@@ -15,15 +14,15 @@ import (
 // to it.
 type node struct {
 	f    *os.File
-	off  int64 // owned by the flusher
 	kick chan struct{}
 
 	mu    sync.Mutex // guards queue; a leaf lock
 	queue []write
 
-	flushes    atomic.Int64
-	flushNanos atomic.Int64
-	written    atomic.Int64
+	// Owned by the flusher; read once it has stopped.
+	off        int64 // bytes in the log
+	flushes    int64
+	flushNanos int64
 }
 
 // write is a queued append; done runs once it is on disk.
@@ -106,9 +105,8 @@ func (n *node) flush(q []write, buf []byte) ([]byte, error) {
 		return buf, fmt.Errorf("fdatasync %s: %w", n.f.Name(), err)
 	}
 	n.off += int64(len(buf))
-	n.written.Store(n.off)
-	n.flushes.Add(1)
-	n.flushNanos.Add(int64(time.Since(began)))
+	n.flushes++
+	n.flushNanos += int64(time.Since(began))
 	return buf, nil
 }
 
