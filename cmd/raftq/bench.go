@@ -320,9 +320,7 @@ func (l *latencies) result(elapsed time.Duration, b *benchFlags) benchResult {
 	if b.interval > 0 {
 		iv = l.intervals(b.interval)
 	}
-	ns := make([]int64, 0, l.samples.len())
-	l.samples.each(func(s sample) { ns = append(ns, s.ns) })
-	slices.Sort(ns)
+	ns := sortedValues(&l.samples, func(s sample) int64 { return s.ns })
 	n := int64(len(ns))
 	pct := func(p float64) float64 { return percentile(ns, p) }
 	secs := elapsed.Seconds()

@@ -1,5 +1,7 @@
 package main
 
+import "slices"
+
 // blocks is an append-only list of the bench's measurements, kept in
 // blocks of blockLen values that, once allocated, are never copied or
 // grown. One slice grown by doubling reached tens of MiB, and each
@@ -36,4 +38,12 @@ func (b *blocks[T]) each(f func(T)) {
 			f(v)
 		}
 	}
+}
+
+// sortedValues returns f of every value in b, in ascending order.
+func sortedValues[T any](b *blocks[T], f func(T) int64) []int64 {
+	out := make([]int64, 0, b.len())
+	b.each(func(v T) { out = append(out, f(v)) })
+	slices.Sort(out)
+	return out
 }

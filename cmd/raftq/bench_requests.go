@@ -1,7 +1,6 @@
 package main
 
 import (
-	"slices"
 	"sync"
 	"time"
 
@@ -42,10 +41,8 @@ func (r *roundTrips) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2
 // fill sets the request figures of res.
 func (r *roundTrips) fill(res *benchResult) {
 	r.mu.Lock()
-	ns := make([]int64, 0, r.ns.len())
-	r.ns.each(func(v int64) { ns = append(ns, v) })
+	ns := sortedValues(&r.ns, func(v int64) int64 { return v })
 	r.mu.Unlock()
-	slices.Sort(ns)
 	res.Requests = int64(len(ns))
 	res.RequestP50ms = percentile(ns, 0.50)
 	res.RequestP99ms = percentile(ns, 0.99)
