@@ -121,9 +121,13 @@ func TestTransport_CutMidFrameRecovers(t *testing.T) {
 	if got := n1.Stats().Peers[2].Connects; got < 2 {
 		t.Errorf("node 1 connected %d times, want a reconnect", got)
 	}
-	if !n2.logs.contains("peer connection lost", "unexpected EOF") {
-		t.Error("node 2 did not log the cut frame")
-	}
+	// Node 2 ends the cut stream either on reading the half frame or, if
+	// node 1's redial reaches it first (its accept of the first stream
+	// can lag the cut), by replacing it with the new one.
+	eventually(t, "node 2 ends the cut stream", func() bool {
+		return n2.logs.contains("peer connection lost", "unexpected EOF") ||
+			n2.logs.contains("peer connection closed", "replaced by a newer connection")
+	})
 	if st := n2.Stats(); st.CorruptFrames != 0 {
 		t.Errorf("a cut connection counted as corrupt: %d", st.CorruptFrames)
 	}
