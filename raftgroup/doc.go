@@ -168,8 +168,10 @@
 // checkpoint restating every group's hard state and snapshot and moves the
 // WAL's start (an etcd snapshot record) to just before the oldest record
 // that still holds entries some group has not snapshotted; segments before
-// it are deleted. Up to 64 groups are asked to snapshot
-// (Group.snapshotNow), oldest records first: those whose records outlived
+// it are retired on a goroutine of their own: renamed out of etcd's
+// sight, shrunk a little at a time, then unlinked (nodelog_retire.go).
+// Up to 64 groups are asked to snapshot (Group.snapshotNow), oldest
+// records first: those whose records outlived
 // the previous checkpoint and that wrote no entries since (idle, so an
 // idle group cannot pin the log), and busy ones still holding a record
 // from eight checkpoints back; other busy groups snapshot by their own
