@@ -40,8 +40,7 @@ const (
 )
 
 // retireUnlocked retires the WAL segments in dir that no WAL holds locked
-// any more (the live WAL keeps its segments flock'ed), and any retired
-// earlier, calling wait between steps while few bytes are left to free.
+// any more (eachUnlocked), and any retired earlier, calling wait between steps while few bytes are left to free.
 func retireUnlocked(dir string, wait func()) error {
 	if err := renameUnlocked(dir); err != nil {
 		return err
@@ -67,28 +66,18 @@ func retireUnlocked(dir string, wait func()) error {
 // renameUnlocked renames the unlocked segments, oldest first, and syncs
 // dir once if it renamed any.
 func renameUnlocked(dir string) error {
-	names, err := sortedNames(dir, ".wal")
-	if err != nil {
-		return err
-	}
-	renamed := 0
-	for _, name := range names[:max(len(names)-1, 0)] {
-		p := filepath.Join(dir, name)
-		l, err := fileutil.TryLockFile(p, os.O_WRONLY, fileutil.PrivateFileMode)
-		if err != nil {
-			break // locked: this one and every later segment are live
-		}
-		err = os.Rename(p, p+retiredSuffix)
-		l.Close()
-		if err != nil {
+	renamed, err := eachUnlocked(dir, ".wal", func(p string) error {
+		if err := os.Rename(p, p+retiredSuffix); err != nil {
 			return fmt.Errorf("retire wal segment %s: %w", p, err)
 		}
-		renamed++
-	}
-	if renamed == 0 {
 		return nil
+	})
+	if renamed > 0 {
+		if serr := syncDir(dir); err == nil {
+			err = serr
+		}
 	}
-	return syncDir(dir)
+	return err
 }
 
 func syncDir(dir string) error {
