@@ -110,15 +110,12 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 	}
 	go l.run()
 	go l.runPurger()
+	l.wakePurger() // segments a crash left retired (nodelog_retire.go)
 	return l, nil
 }
 
-// replay opens an existing log and rebuilds every group's state from it,
-// after removing the segments a crash left half retired.
+// replay opens an existing log and rebuilds every group's state from it.
 func (l *nodeLog) replay(meta []byte) error {
-	if err := removeRetired(l.dir); err != nil {
-		return fmt.Errorf("open node wal %s: %w", l.dir, err)
-	}
 	snaps, err := wal.ValidSnapshotEntries(l.zl, l.dir)
 	if err != nil {
 		return fmt.Errorf("list node wal checkpoints %s: %w", l.dir, err)

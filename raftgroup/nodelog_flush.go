@@ -141,8 +141,8 @@ func (l *nodeLog) track(batch []*logWrite) {
 }
 
 // checkpoint restates every group's hard state and snapshot, then moves
-// the WAL's start up to the oldest record still pinned and deletes the
-// segments wholly before it.
+// the WAL's start up to the oldest record still pinned and has the purger
+// retire the segments wholly before it.
 func (l *nodeLog) checkpoint() {
 	l.mu.Lock()
 	states := make([]groupState, 0, len(l.groups))
@@ -202,9 +202,9 @@ func (l *nodeLog) wakePurger() {
 
 // runPurger retires the WAL segments that moveStart released
 // (nodelog_retire.go), on a goroutine of its own: unlinking a 16 MiB
-// segment took this VM's ext4 (online discard) 8-10 ms, four of them per
-// checkpoint, and the flusher, which every group's save waits for, must
-// not spend that time. A failed retirement is logged and tried again at
+// segment (the raft benchmarks' size) took this VM's ext4 (online
+// discard) 8-10 ms, four of them per checkpoint, and the flusher, which
+// every group's save waits for, must not spend that time. A failed retirement is logged and tried again at
 // the next checkpoint. At close it purges once more after the flusher's
 // last checkpoint, without pauses.
 func (l *nodeLog) runPurger() {

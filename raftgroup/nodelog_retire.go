@@ -15,23 +15,27 @@ import (
 // at once, and on a filesystem mounted with online discard (ext4 on this
 // project's VMs) the device then trims them in one go, stalling every
 // other write on the disk: the fsyncs of this node's WAL and, with
-// `raftq dev`, of the other nodes' too. At 150k records/s the node WAL
-// frees 4 MiB segments a few times a second, and the produce p99 fell by
-// about half when they were not deleted (BENCHMARKS.md). So the purger
+// `raftq dev`, of the other nodes' too. At 150k records/s a node with the
+// broker's 4 MiB segments frees a few a second, and the produce p99 fell
+// by about half when they were not deleted (BENCHMARKS.md). So the purger
 // retires a segment in three steps:
 //
 //  1. It renames it out of etcd's sight (".wal" to ".wal.retired") and
-//     syncs the directory. etcd reads every segment on the way to its
-//     newest snapshot record (wal.ValidSnapshotEntries) and checks each
-//     one's CRC against the one before it, so a segment must never be
-//     seen shortened: once renamed it is not seen at all.
+//     syncs the directory before it shrinks anything. etcd reads every
+//     segment from the oldest to the end of the log
+//     (wal.ValidSnapshotEntries) and takes a record cut short as the end
+//     of the log, so a shortened segment would silently hide every record
+//     after it: once renamed, a segment is not read at all.
 //  2. It shrinks the file retireStep bytes at a time, pausing retirePause
 //     between steps while fewer than retireBacklog bytes wait, so that the
 //     device trims a little at a time and a writer faster than the pace
-//     cannot fill the disk.
+//     cannot fill the disk. (With segments of 64 MiB and more, a
+//     checkpoint releases more than retireBacklog, and all but the last
+//     64 MiB of it is shrunk without pauses.)
 //  3. It unlinks the empty file.
 //
-// Files a crash left retired are removed when the log opens.
+// Files a crash left retired are ignored by etcd and retired by the first
+// purge after the log opens.
 const (
 	retiredSuffix = ".retired"
 	retireStep    = 512 << 10
@@ -40,14 +44,18 @@ const (
 )
 
 // retireUnlocked retires the WAL segments in dir that no WAL holds locked
-// any more (eachUnlocked), and any retired earlier, calling wait between steps while few bytes are left to free.
+// any more (eachUnlocked), and any retired earlier, calling wait between
+// steps while few bytes are left to free. The directory is synced before
+// anything is shrunk, every time, so that a rename whose sync failed
+// earlier is made durable before its file is cut.
 func retireUnlocked(dir string, wait func()) error {
-	if err := renameUnlocked(dir); err != nil {
-		return err
-	}
+	renameErr := renameUnlocked(dir)
 	names, err := sortedNames(dir, retiredSuffix)
-	if err != nil {
-		return err
+	if err != nil || len(names) == 0 {
+		return errors.Join(renameErr, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return errors.Join(renameErr, err)
 	}
 	var backlog int64
 	for _, name := range names {
@@ -57,26 +65,21 @@ func retireUnlocked(dir string, wait func()) error {
 	}
 	for _, name := range names {
 		if err := trimAndRemove(filepath.Join(dir, name), &backlog, wait); err != nil {
-			return err
+			return errors.Join(renameErr, err)
 		}
 	}
-	return nil
+	return renameErr
 }
 
-// renameUnlocked renames the unlocked segments, oldest first, and syncs
-// dir once if it renamed any.
+// renameUnlocked renames the unlocked segments out of etcd's sight,
+// oldest first.
 func renameUnlocked(dir string) error {
-	renamed, err := eachUnlocked(dir, ".wal", func(p string) error {
+	_, err := eachUnlocked(dir, ".wal", func(p string) error {
 		if err := os.Rename(p, p+retiredSuffix); err != nil {
 			return fmt.Errorf("retire wal segment %s: %w", p, err)
 		}
 		return nil
 	})
-	if renamed > 0 {
-		if serr := syncDir(dir); err == nil {
-			err = serr
-		}
-	}
 	return err
 }
 
@@ -133,19 +136,4 @@ func pause(stop <-chan struct{}) {
 	case <-t.C:
 	case <-stop:
 	}
-}
-
-// removeRetired deletes the retired files a crash left in dir, at once:
-// nothing else is writing yet.
-func removeRetired(dir string) error {
-	names, err := sortedNames(dir, retiredSuffix)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
-			return fmt.Errorf("remove retired wal segment: %w", err)
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
+	"go.etcd.io/raft/v3/raftpb"
 )
 
 func writeFile(t *testing.T, p string, size int) {
@@ -30,19 +31,32 @@ func dirNames(t *testing.T, dir string) []string {
 }
 
 // TestRetireUnlocked_StopsAtTheLiveSegments: segments are retired oldest
-// first up to the first one a WAL still holds locked, the newest never,
-// and nothing is left renamed once they are gone.
+// first up to the first one a WAL still holds locked, the newest never;
+// every one is renamed out of etcd's sight before any is shrunk, and
+// nothing is left renamed once they are gone.
 func TestRetireUnlocked_StopsAtTheLiveSegments(t *testing.T) {
 	dir := t.TempDir()
 	for _, n := range []string{"1.wal", "2.wal", "3.wal", "4.wal", "5.wal"} {
-		writeFile(t, filepath.Join(dir, n), 100<<10)
+		writeFile(t, filepath.Join(dir, n), 2*retireStep)
 	}
 	live, err := fileutil.LockFile(filepath.Join(dir, "3.wal"), os.O_WRONLY, fileutil.PrivateFileMode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := retireUnlocked(dir, func() {}); err != nil {
+	waits := 0
+	renamedFirst := func() {
+		waits++
+		for _, n := range []string{"1.wal", "2.wal"} {
+			if _, err := os.Stat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+				t.Errorf("%s is still in etcd's sight while a retired segment is shrunk", n)
+			}
+		}
+	}
+	if err := retireUnlocked(dir, renamedFirst); err != nil {
 		t.Fatal(err)
+	}
+	if waits == 0 {
+		t.Error("segments of two steps each were shrunk without a wait")
 	}
 	if got, want := dirNames(t, dir), []string{"3.wal", "4.wal", "5.wal"}; !slices.Equal(got, want) {
 		t.Errorf("with 3.wal locked: %v, want %v", got, want)
@@ -96,32 +110,56 @@ func TestRetire_TrimsInSteps(t *testing.T) {
 	}
 }
 
-// TestNodeLog_OpenRemovesRetired: a segment a crash left retired (here a
-// shortened copy of the log's first segment, which etcd would refuse to
-// read past) is neither read nor kept when the log opens.
-func TestNodeLog_OpenRemovesRetired(t *testing.T) {
+// TestNodeLog_RetiresLeftoversAfterOpen: closing retires every released
+// segment; a segment a crash left retired (older than the log's first,
+// and cut short) is not read when the log opens, and the first purge
+// removes it.
+func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
+	defer SetWALSegmentSize(WALSegmentSize())
+	SetWALSegmentSize(64 << 10)
 	dir := filepath.Join(t.TempDir(), "wal")
 	l := openTestLog(t, dir)
-	mustSave(t, l, 1, hardState(1, 1, 2), ents(1, 1, 2))
+	big := make([]byte, 4<<10)
+	for i := uint64(1); i <= 200; i++ {
+		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
+		mustSave(t, l, 1, hardState(1, 1, i), []*raftpb.Entry{e})
+		if i%10 == 0 {
+			if err := l.saveSnapshot(1, walSnap(i, 1), false); err != nil {
+				t.Fatal(err)
+			}
+			l.release(1, i)
+		}
+	}
 	if err := l.close(); err != nil {
 		t.Fatal(err)
+	}
+	if left, _ := sortedNames(dir, retiredSuffix); len(left) != 0 {
+		t.Errorf("closed with %v still retired", left)
 	}
 	names, err := sortedNames(dir, ".wal")
 	if err != nil || len(names) == 0 {
 		t.Fatalf("segments %v, %v", names, err)
 	}
+	const oldest = "0000000000000000-0000000000000000.wal"
+	if names[0] == oldest {
+		t.Fatal("no segment was released: the test wrote too little")
+	}
 	first, err := os.ReadFile(filepath.Join(dir, names[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := filepath.Join(dir, "0000000000000000-0000000000000000.wal"+retiredSuffix)
+	left := filepath.Join(dir, oldest+retiredSuffix)
 	if err := os.WriteFile(left, first[:len(first)/3], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l = openTestLog(t, dir)
 	defer l.close()
-	wantGroup(t, l, 1, "hs=1/1/2 snap=0 ents=1/1,1/2")
-	if _, err := os.Stat(left); !os.IsNotExist(err) {
-		t.Errorf("the retired leftover is still there (%v)", err)
+	hs, sn, es, err := l.claim(1)
+	if err != nil || hs.GetCommit() != 200 || sn.GetIndex() != 200 || len(es) != 0 {
+		t.Errorf("after reopening: commit %d snap %d, %d entries, %v", hs.GetCommit(), sn.GetIndex(), len(es), err)
 	}
+	eventually(t, "the leftover retired", func() bool {
+		_, err := os.Stat(left)
+		return os.IsNotExist(err)
+	})
 }
