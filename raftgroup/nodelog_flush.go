@@ -204,9 +204,10 @@ func (l *nodeLog) wakePurger() {
 // (nodelog_retire.go), on a goroutine of its own: unlinking a 16 MiB
 // segment (the raft benchmarks' size) took this VM's ext4 (online
 // discard) 8-10 ms, four of them per checkpoint, and the flusher, which
-// every group's save waits for, must not spend that time. A failed retirement is logged and tried again at
-// the next checkpoint. At close it purges once more after the flusher's
-// last checkpoint, without pauses.
+// every group's save waits for, must not spend that time. A failed
+// retirement is logged and tried again at the next checkpoint. At close
+// it purges once more after the flusher's last checkpoint, without
+// pauses.
 func (l *nodeLog) runPurger() {
 	defer close(l.purged)
 	for {
@@ -223,7 +224,7 @@ func (l *nodeLog) runPurger() {
 
 func (l *nodeLog) purge() {
 	if err := retireUnlocked(filepath.Clean(l.dir), func() { pause(l.stopc) }); err != nil {
-		l.zl.Warn("cannot delete old node wal segments; will try again at the next checkpoint", zap.Error(err))
+		l.zl.Warn("cannot retire old node wal segments; will try again at the next checkpoint", zap.Error(err))
 	}
 }
 

@@ -74,13 +74,12 @@ func retireUnlocked(dir string, wait func()) error {
 // renameUnlocked renames the unlocked segments out of etcd's sight,
 // oldest first.
 func renameUnlocked(dir string) error {
-	_, err := eachUnlocked(dir, ".wal", func(p string) error {
+	return eachUnlocked(dir, ".wal", func(p string) error {
 		if err := os.Rename(p, p+retiredSuffix); err != nil {
 			return fmt.Errorf("retire wal segment %s: %w", p, err)
 		}
 		return nil
 	})
-	return err
 }
 
 func syncDir(dir string) error {

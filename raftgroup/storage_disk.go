@@ -197,25 +197,23 @@ func (s *DiskStorage) Close() error {
 
 // purgeUnlocked removes the WAL segments that no WAL holds locked any more.
 func purgeUnlocked(dir, suffix string) error {
-	_, err := eachUnlocked(dir, suffix, func(p string) error {
+	return eachUnlocked(dir, suffix, func(p string) error {
 		if err := os.Remove(p); err != nil {
 			return fmt.Errorf("remove wal segment %s: %w", p, err)
 		}
 		return nil
 	})
-	return err
 }
 
 // eachUnlocked calls fn, oldest first, on each segment in dir up to the
 // first one a WAL still holds locked (the live WAL keeps its segments
 // flock'ed, so a failing TryLock means in use), and never on the newest.
-// fn runs with the segment locked. It returns how many fn took.
-func eachUnlocked(dir, suffix string, fn func(path string) error) (int, error) {
+// fn runs with the segment locked.
+func eachUnlocked(dir, suffix string, fn func(path string) error) error {
 	names, err := sortedNames(dir, suffix)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	done := 0
 	for _, name := range names[:max(len(names)-1, 0)] {
 		p := filepath.Join(dir, name)
 		l, err := fileutil.TryLockFile(p, os.O_WRONLY, fileutil.PrivateFileMode)
@@ -225,11 +223,10 @@ func eachUnlocked(dir, suffix string, fn func(path string) error) (int, error) {
 		err = fn(p)
 		l.Close()
 		if err != nil {
-			return done, err
+			return err
 		}
-		done++
 	}
-	return done, nil
+	return nil
 }
 
 func purgeOldest(dir, suffix string, keep int) error {

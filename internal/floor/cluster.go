@@ -30,7 +30,7 @@ type cluster struct {
 // batch is one partition's append for one tick.
 type batch struct {
 	id      uint64
-	sent    time.Time
+	due     time.Time // when it should have gone; latency runs from here
 	acks    atomic.Int32
 	quorum  int32
 	slot    *atomic.Int64
@@ -41,7 +41,7 @@ type batch struct {
 // records the latency.
 func (b *batch) ack() {
 	if b.acks.Add(1) == b.quorum {
-		b.slot.Store(max(int64(time.Since(b.sent)), 1))
+		b.slot.Store(max(int64(time.Since(b.due)), 1))
 	}
 	b.settled()
 }
@@ -106,7 +106,7 @@ func (c *cluster) goRun(fn func()) {
 func (c *cluster) send(l int, due time.Time, data []byte, slot *atomic.Int64) {
 	c.nextID++
 	c.outstanding.Add(int64(len(c.nodes)))
-	b := &batch{id: c.nextID, sent: due, quorum: c.quorum, slot: slot, settled: c.settle}
+	b := &batch{id: c.nextID, due: due, quorum: c.quorum, slot: slot, settled: c.settle}
 	for f, lk := range c.links[l] {
 		if f != l {
 			lk.send(b, data, c.stop)

@@ -123,7 +123,7 @@ func TestRecordsAt_SharesTheRateOverTicksAndPartitions(t *testing.T) {
 func TestBatch_CommitsOnTheQuorumthAck(t *testing.T) {
 	var slot atomic.Int64
 	settled := 0
-	b := &batch{sent: time.Now().Add(-time.Millisecond), quorum: 2, slot: &slot, settled: func() { settled++ }}
+	b := &batch{due: time.Now().Add(-time.Millisecond), quorum: 2, slot: &slot, settled: func() { settled++ }}
 	b.ack()
 	if slot.Load() != 0 {
 		t.Fatal("committed on one acknowledgement of three, want two")

@@ -84,12 +84,13 @@ func (l *link) ackLoop(fail func(error)) {
 			fail(fmt.Errorf("read acknowledgement: %w", err))
 			return
 		}
+		n := binary.LittleEndian.Uint64(id[:])
 		l.mu.Lock()
-		b := l.pending[binary.LittleEndian.Uint64(id[:])]
-		delete(l.pending, binary.LittleEndian.Uint64(id[:]))
+		b := l.pending[n]
+		delete(l.pending, n)
 		l.mu.Unlock()
 		if b == nil {
-			fail(fmt.Errorf("acknowledgement for unknown batch %d", binary.LittleEndian.Uint64(id[:])))
+			fail(fmt.Errorf("acknowledgement for unknown batch %d", n))
 			return
 		}
 		b.ack()
