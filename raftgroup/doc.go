@@ -169,7 +169,9 @@
 // WAL's start (an etcd snapshot record) to just before the oldest record
 // that still holds entries some group has not snapshotted; segments before
 // it are retired on a goroutine of their own: renamed out of etcd's
-// sight, shrunk a little at a time, then unlinked (nodelog_retire.go).
+// sight, shrunk a little at a time, then unlinked (wal_retire.go). A
+// group's own WAL (DiskStorage) retires the segments its snapshots
+// release the same way.
 // Up to 64 groups are asked to snapshot (Group.snapshotNow), oldest
 // records first: those whose records outlived
 // the previous checkpoint and that wrote no entries since (idle, so an

@@ -49,10 +49,9 @@ type nodeLog struct {
 	written int64    // bytes since the last checkpoint
 
 	kick   chan struct{} // never closed: writers send on it after unlocking
-	purgec chan struct{} // wakes the purger; holds one
+	retire *retirer      // retires the segments moveStart released
 	stopc  chan struct{}
 	donec  chan struct{} // the flusher has exited
-	purged chan struct{} // the purger has exited
 }
 
 // logWrite is a queued record.
@@ -95,7 +94,7 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 	if compact == nil {
 		compact = func(uint64) {}
 	}
-	l := &nodeLog{dir: dir, zl: zl, observe: observe, compact: compact, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), purgec: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{}), purged: make(chan struct{})}
+	l := &nodeLog{dir: dir, zl: zl, observe: observe, compact: compact, groups: map[uint64]*groupLog{}, kick: make(chan struct{}, 1), stopc: make(chan struct{}), donec: make(chan struct{})}
 	if !wal.Exist(dir) {
 		w, err := wal.Create(zl, dir, meta)
 		if err != nil {
@@ -108,9 +107,11 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 	if fsync == FsyncNever {
 		l.w.SetUnsafeNoFsync()
 	}
+	l.retire = newRetirer(dir, func(err error) {
+		zl.Warn("cannot retire old node wal segments; will try again at the next checkpoint", zap.Error(err))
+	})
 	go l.run()
-	go l.runPurger()
-	l.wakePurger() // segments a crash left retired (nodelog_retire.go)
+	l.retire.wake() // segments a crash left retired (wal_retire.go)
 	return l, nil
 }
 
@@ -444,9 +445,9 @@ func (l *nodeLog) close() error {
 	l.mu.Unlock()
 	close(l.stopc)
 	<-l.donec
-	// The purger deletes only segments the WAL has unlocked; it must be
-	// done before Close unlocks them all.
-	<-l.purged
+	// The retirer takes only segments the WAL has unlocked; it must be
+	// done, after the last checkpoint, before Close unlocks them all.
+	l.retire.close()
 	l.mu.Lock()
 	err := l.err
 	l.mu.Unlock()

@@ -3,7 +3,6 @@ package raftgroup
 import (
 	"cmp"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -141,8 +140,13 @@ func (l *nodeLog) track(batch []*logWrite) {
 }
 
 // checkpoint restates every group's hard state and snapshot, then moves
-// the WAL's start up to the oldest record still pinned and has the purger
-// retire the segments wholly before it.
+// the WAL's start up to the oldest record still pinned and has the
+// retirer take the segments wholly before it. It does that on a goroutine
+// of its own: unlinking a 16 MiB segment (the raft benchmarks' size) took
+// this VM's ext4 (online discard) 8-10 ms, four of them per checkpoint,
+// and the flusher, which every group's save waits for, must not spend
+// that time. A failed retirement is logged and tried again at the next
+// checkpoint.
 func (l *nodeLog) checkpoint() {
 	l.mu.Lock()
 	states := make([]groupState, 0, len(l.groups))
@@ -178,7 +182,7 @@ func (l *nodeLog) moveStart(seq uint64) error {
 	for _, id := range stale {
 		l.compact(id)
 	}
-	defer l.wakePurger() // also retries a purge that failed before
+	defer l.retire.wake() // also retries a pass that failed before
 	if start <= l.start {
 		return nil
 	}
@@ -191,41 +195,6 @@ func (l *nodeLog) moveStart(seq uint64) error {
 		return err
 	}
 	return nil
-}
-
-func (l *nodeLog) wakePurger() {
-	select {
-	case l.purgec <- struct{}{}:
-	default: // a purge is already due
-	}
-}
-
-// runPurger retires the WAL segments that moveStart released
-// (nodelog_retire.go), on a goroutine of its own: unlinking a 16 MiB
-// segment (the raft benchmarks' size) took this VM's ext4 (online
-// discard) 8-10 ms, four of them per checkpoint, and the flusher, which
-// every group's save waits for, must not spend that time. A failed
-// retirement is logged and tried again at the next checkpoint. At close
-// it purges once more after the flusher's last checkpoint, without
-// pauses.
-func (l *nodeLog) runPurger() {
-	defer close(l.purged)
-	for {
-		select {
-		case <-l.purgec:
-			l.purge()
-		case <-l.stopc:
-			<-l.donec
-			l.purge()
-			return
-		}
-	}
-}
-
-func (l *nodeLog) purge() {
-	if err := retireUnlocked(filepath.Clean(l.dir), func() { pause(l.stopc) }); err != nil {
-		l.zl.Warn("cannot retire old node wal segments; will try again at the next checkpoint", zap.Error(err))
-	}
 }
 
 // pinnedStart returns where replay must begin for a checkpoint at seq,

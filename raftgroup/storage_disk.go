@@ -50,6 +50,9 @@ type DiskStorage struct {
 	zl    *zap.Logger
 	state State
 	last  *raftpb.HardState // last hard state saved, to mirror the WAL's sync rule
+	// retire takes the segments Release unlocks, off the caller's
+	// goroutine and a little at a time (wal_retire.go).
+	retire *retirer
 }
 
 var _ Storage = (*DiskStorage)(nil)
@@ -78,6 +81,10 @@ func OpenDiskStorage(dir string, node, group uint64, fsync FsyncPolicy, l *slog.
 	if fsync == FsyncNever {
 		s.w.SetUnsafeNoFsync()
 	}
+	s.retire = newRetirer(walDir, func(err error) {
+		s.zl.Warn("cannot retire old wal segments; will try again at the next release", zap.Error(err))
+	})
+	s.retire.wake() // segments a crash left retired, and any before the snapshot
 	return s, nil
 }
 
@@ -175,34 +182,24 @@ func (s *DiskStorage) SaveSnapshot(sn *raftpb.Snapshot, _ bool) error {
 	return nil
 }
 
-// Release unlocks WAL segments wholly before snap and deletes them and all
-// but the newest snapshot files.
+// Release unlocks WAL segments wholly before snap, has the retirer take
+// them, and deletes all but the newest snapshot files.
 func (s *DiskStorage) Release(sn *raftpb.Snapshot) error {
 	if err := s.w.ReleaseLockTo(sn.GetMetadata().GetIndex()); err != nil {
 		return fmt.Errorf("release wal %s: %w", s.dir, err)
 	}
-	if err := purgeUnlocked(filepath.Join(s.dir, "wal"), ".wal"); err != nil {
-		return err
-	}
+	s.retire.wake()
 	return purgeOldest(filepath.Join(s.dir, "snap"), ".snap", keepSnapFiles)
 }
 
-// Close closes the WAL.
+// Close retires what is released, then closes the WAL (whose locks mark
+// the live segments, so it goes last).
 func (s *DiskStorage) Close() error {
+	s.retire.close()
 	if err := s.w.Close(); err != nil {
 		return fmt.Errorf("close wal %s: %w", s.dir, err)
 	}
 	return nil
-}
-
-// purgeUnlocked removes the WAL segments that no WAL holds locked any more.
-func purgeUnlocked(dir, suffix string) error {
-	return eachUnlocked(dir, suffix, func(p string) error {
-		if err := os.Remove(p); err != nil {
-			return fmt.Errorf("remove wal segment %s: %w", p, err)
-		}
-		return nil
-	})
 }
 
 // eachUnlocked calls fn, oldest first, on each segment in dir up to the

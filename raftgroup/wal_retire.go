@@ -6,19 +6,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
 
-// Retiring node WAL segments. Unlinking a segment frees all of its blocks
-// at once, and on a filesystem mounted with online discard (ext4 on this
+// Retiring WAL segments. Unlinking a segment frees all of its blocks at
+// once, and on a filesystem mounted with online discard (ext4 on this
 // project's VMs) the device then trims them in one go, stalling every
-// other write on the disk: the fsyncs of this node's WAL and, with
+// other write on the disk: the fsyncs of this node's WALs and, with
 // `raftq dev`, of the other nodes' too. At 150k records/s a node with the
 // broker's 4 MiB segments frees a few a second, and the produce p99 fell
-// by about half when they were not deleted (BENCHMARKS.md). So the purger
-// retires a segment in three steps:
+// by about half when they were not deleted (BENCHMARKS.md). So both the
+// node log and a group's own WAL (DiskStorage) hand released segments to
+// a retirer, which retires a segment in three steps:
 //
 //  1. It renames it out of etcd's sight (".wal" to ".wal.retired") and
 //     syncs the directory before it shrinks anything. etcd reads every
@@ -35,7 +37,7 @@ import (
 //  3. It unlinks the empty file.
 //
 // Files a crash left retired are ignored by etcd and retired by the first
-// purge after the log opens.
+// pass after the WAL opens.
 const (
 	retiredSuffix = ".retired"
 	retireStep    = 512 << 10
@@ -135,4 +137,76 @@ func pause(stop <-chan struct{}) {
 	case <-t.C:
 	case <-stop:
 	}
+}
+
+// retirer retires one WAL directory's released segments on a goroutine of
+// its own, which runs only while there is work: wake starts a pass, or
+// asks the running one for another. The WAL must stay open until close
+// returns, since its locks are what mark the live segments.
+type retirer struct {
+	dir  string
+	warn func(error) // a failed pass; the next wake tries again
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	busy   bool // a pass is running
+	again  bool // and another was asked for meanwhile
+	closed bool
+}
+
+func newRetirer(dir string, warn func(error)) *retirer {
+	return &retirer{dir: filepath.Clean(dir), warn: warn, stop: make(chan struct{})}
+}
+
+// wake asks for a pass over the directory. It never blocks.
+func (r *retirer) wake() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+	case r.busy:
+		r.again = true
+	default:
+		r.busy = true
+		r.wg.Add(1)
+		go r.run()
+	}
+}
+
+func (r *retirer) run() {
+	defer r.wg.Done()
+	for {
+		r.pass()
+		r.mu.Lock()
+		if !r.again || r.closed {
+			r.busy = false
+			r.mu.Unlock()
+			return
+		}
+		r.again = false
+		r.mu.Unlock()
+	}
+}
+
+func (r *retirer) pass() {
+	if err := retireUnlocked(r.dir, func() { pause(r.stop) }); err != nil {
+		r.warn(err)
+	}
+}
+
+// close ends the pauses, waits for a running pass, and makes a last one
+// without pauses for what the WAL released last. Call it before closing
+// the WAL.
+func (r *retirer) close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	close(r.stop)
+	r.wg.Wait()
+	r.pass()
 }

@@ -163,3 +163,97 @@ func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
 		return os.IsNotExist(err)
 	})
 }
+
+// TestDiskStorage_RetiresReleasedSegments: a group's own WAL hands the
+// segments a snapshot releases to its retirer, which takes them off the
+// caller's goroutine; the live segments stay, nothing is left renamed,
+// and the WAL reopens at the snapshot with every entry after it. A
+// segment a crash left retired goes once the WAL opens again.
+func TestDiskStorage_RetiresReleasedSegments(t *testing.T) {
+	defer SetWALSegmentSize(WALSegmentSize())
+	SetWALSegmentSize(64 << 10)
+	dir := t.TempDir()
+	walDir := filepath.Join(dir, "wal")
+	s, err := OpenDiskStorage(dir, 1, 7, FsyncAlways, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 4<<10)
+	for i := uint64(1); i <= 200; i++ {
+		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
+		if err := s.Save(hardState(1, 1, i), []*raftpb.Entry{e}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := sortedNames(walDir, ".wal")
+	sn := &raftpb.Snapshot{Data: []byte("sm"), Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(150)), Term: new(uint64(1)), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
+	if err := s.SaveSnapshot(sn, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(sn); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "released segments retired", func() bool {
+		names, _ := sortedNames(walDir, ".wal")
+		left, _ := sortedNames(walDir, retiredSuffix)
+		return len(names) < len(before)/2 && len(left) == 0
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := sortedNames(walDir, ".wal")
+	first, err := os.ReadFile(filepath.Join(walDir, names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(walDir, before[0]+retiredSuffix)
+	if err := os.WriteFile(left, first[:len(first)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenDiskStorage(dir, 1, 7, FsyncAlways, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, _ := s.Load()
+	if got := st.Snapshot.GetMetadata().GetIndex(); got != 150 || len(st.Entries) != 50 || st.Entries[0].GetIndex() != 151 || st.HardState.GetCommit() != 200 {
+		t.Errorf("reopened at snapshot %d with %d entries from %d, commit %d; want 150, 50 from 151, 200",
+			got, len(st.Entries), st.Entries[0].GetIndex(), st.HardState.GetCommit())
+	}
+	eventually(t, "the leftover retired", func() bool {
+		_, err := os.Stat(left)
+		return os.IsNotExist(err)
+	})
+}
+
+// TestRetirer_WakeDuringAPassRunsAnother: a wake while a pass runs is not
+// lost (that pass has listed the directory already), close waits for the
+// goroutine and makes a last pass, and a wake after close starts nothing.
+func TestRetirer_WakeDuringAPassRunsAnother(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "1.wal"), 40*retireStep) // 390 ms of pauses
+	writeFile(t, filepath.Join(dir, "9.wal"), 1)             // the newest is never taken
+	r := newRetirer(dir, func(err error) { t.Error(err) })
+	r.wake()
+	eventually(t, "the first pass under way", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "1.wal"+retiredSuffix))
+		return err == nil
+	})
+	writeFile(t, filepath.Join(dir, "2.wal"), 1)
+	r.wake()
+	eventually(t, "both retired", func() bool {
+		return slices.Equal(dirNames(t, dir), []string{"9.wal"})
+	})
+	writeFile(t, filepath.Join(dir, "3.wal"), 4*retireStep)
+	r.close()
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"9.wal"}) {
+		t.Errorf("after close: %v, want only 9.wal", got)
+	}
+	r.wake()
+	r.mu.Lock()
+	busy := r.busy
+	r.mu.Unlock()
+	if busy {
+		t.Error("a wake after close started a pass")
+	}
+}
