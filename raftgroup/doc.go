@@ -231,9 +231,12 @@
 // Targets: 100 B from 64 proposers reaches 176k-249k proposals/s at depth
 // 16 and 379k-393k at depth 64 (target
 // 200k) once the proposers pipeline. 64 KiB entries commit 171-203 MB/s at
-// depth 32, at or above the three-writer disk ceiling measured beside them;
-// 200 MB/s was reached in 2 of 12 runs that day, so the target holds only when
-// the disk does. Until 2026-11-30 the transport grew one buffer per burst
+// depth 32, at or above the three-writer disk ceiling measured beside them
+// at 256 KiB per fsync; 200 MB/s was reached in 2 of 12 runs that day, so
+// the target holds only when the disk does. These runs save about 8 MiB
+// per fsync (64 KiB proposals are coalesced, 14 to an entry), and beside
+// three writers fdatasyncing 8 MiB at a time (196-243 MB/s each, a later
+// day) they reach 70-99% of it. Until 2026-11-30 the transport grew one buffer per burst
 // of MsgApps with protobuf's exact-size reallocation, and 64 KiB runs were
 // CPU-bound at 114-119 MB/s; see transport/peer. With 64 groups each group
 // fsyncs its own WAL: 192 WALs share the disk's fsync rate, and throughput
