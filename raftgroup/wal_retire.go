@@ -23,7 +23,8 @@ import (
 // a retirer, which retires a segment in three steps:
 //
 //  1. It renames it out of etcd's sight (".wal" to ".wal.retired") and
-//     syncs the directory before it shrinks anything. etcd reads every
+//     syncs the directory, one segment at a time from the oldest, before
+//     it shrinks anything. etcd reads every
 //     segment from the oldest to the end of the log
 //     (wal.ValidSnapshotEntries) and takes a record cut short as the end
 //     of the log, so a shortened segment would silently hide every record
@@ -51,7 +52,7 @@ const (
 // anything is shrunk, every time, so that a rename whose sync failed
 // earlier is made durable before its file is cut.
 func retireUnlocked(dir string, wait func()) error {
-	renameErr := renameUnlocked(dir)
+	renameErr := renameUnlocked(dir, syncDir)
 	names, err := sortedNames(dir, retiredSuffix)
 	if err != nil || len(names) == 0 {
 		return errors.Join(renameErr, err)
@@ -74,13 +75,17 @@ func retireUnlocked(dir string, wait func()) error {
 }
 
 // renameUnlocked renames the unlocked segments out of etcd's sight,
-// oldest first.
-func renameUnlocked(dir string) error {
+// oldest first, and syncs the directory after each rename. etcd chains
+// its records' CRCs from segment to segment and reads them all, oldest
+// first, so the segments it sees must never have a hole: were a newer
+// rename durable and an older one not (a filesystem without a journal
+// may write directory updates in any order), the log would not open.
+func renameUnlocked(dir string, sync func(dir string) error) error {
 	return eachUnlocked(dir, ".wal", func(p string) error {
 		if err := os.Rename(p, p+retiredSuffix); err != nil {
 			return fmt.Errorf("retire wal segment %s: %w", p, err)
 		}
-		return nil
+		return sync(dir)
 	})
 }
 

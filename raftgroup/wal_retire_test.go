@@ -1,6 +1,7 @@
 package raftgroup
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -255,5 +256,48 @@ func TestRetirer_WakeDuringAPassRunsAnother(t *testing.T) {
 	r.mu.Unlock()
 	if busy {
 		t.Error("a wake after close started a pass")
+	}
+}
+
+// TestRenameUnlocked_SyncsAfterEachRename: each rename is made durable
+// before the next begins, so that a crash cannot leave a newer segment
+// renamed and an older one still in etcd's sight (a hole its CRC chain
+// cannot cross); a failed sync stops the renames there.
+func TestRenameUnlocked_SyncsAfterEachRename(t *testing.T) {
+	segments := func() string {
+		dir := t.TempDir()
+		for _, n := range []string{"1.wal", "2.wal", "3.wal", "4.wal"} {
+			writeFile(t, filepath.Join(dir, n), 1)
+		}
+		return dir
+	}
+	dir := segments()
+	var seen [][]string
+	if err := renameUnlocked(dir, func(d string) error {
+		seen = append(seen, dirNames(t, d))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"1.wal.retired", "2.wal", "3.wal", "4.wal"},
+		{"1.wal.retired", "2.wal.retired", "3.wal", "4.wal"},
+		{"1.wal.retired", "2.wal.retired", "3.wal.retired", "4.wal"},
+	}
+	if !slices.EqualFunc(seen, want, slices.Equal) {
+		t.Errorf("directory at each sync: %v, want %v", seen, want)
+	}
+
+	dir = segments()
+	syncs := 0
+	err := renameUnlocked(dir, func(string) error {
+		syncs++
+		return errors.New("disk gone")
+	})
+	if err == nil || syncs != 1 {
+		t.Errorf("failing sync: %v after %d syncs, want the error after 1", err, syncs)
+	}
+	if got, want := dirNames(t, dir), []string{"1.wal.retired", "2.wal", "3.wal", "4.wal"}; !slices.Equal(got, want) {
+		t.Errorf("after a failed sync: %v, want %v", got, want)
 	}
 }
