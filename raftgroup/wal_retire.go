@@ -24,11 +24,11 @@ import (
 //
 //  1. It renames it out of etcd's sight (".wal" to ".wal.retired") and
 //     syncs the directory, one segment at a time from the oldest, before
-//     it shrinks anything. etcd reads every
-//     segment from the oldest to the end of the log
-//     (wal.ValidSnapshotEntries) and takes a record cut short as the end
-//     of the log, so a shortened segment would silently hide every record
-//     after it: once renamed, a segment is not read at all.
+//     it shrinks anything. etcd reads every segment from the oldest to
+//     the end of the log (wal.ValidSnapshotEntries) and takes a record
+//     cut short as the end of the log, so a shortened segment would
+//     silently hide every record after it: once renamed, a segment is not
+//     read at all.
 //  2. It shrinks the file retireStep bytes at a time, pausing retirePause
 //     between steps while fewer than retireBacklog bytes wait, so that the
 //     device trims a little at a time and a writer faster than the pace
