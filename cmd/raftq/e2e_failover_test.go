@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ type failoverLoad struct {
 	afterKill   int // acknowledged records to reach after it
 	maxRecords  int // never send more than this
 	loadTimeout time.Duration
+	valueBytes  int // pad each value to this size, uncompressed (0: no padding)
 }
 
 var shortFailover = failoverLoad{parts: 3, beforeKill: 1500, afterKill: 1500, maxRecords: 30000, loadTimeout: 60 * time.Second}
@@ -102,6 +104,7 @@ func runLeaderKill(t *testing.T, load failoverLoad, kills int, serverArgs ...str
 type load struct {
 	cl       *kgo.Client
 	max      int
+	pad      int // value size, see failoverLoad.valueBytes
 	timeout  time.Duration
 	stopping atomic.Bool        // ends the producing loop
 	ctx      context.Context    // cancelled at cleanup only: fails what is still buffered
@@ -118,10 +121,14 @@ type load struct {
 }
 
 func startLoad(t *testing.T, c *chaos.Cluster, topic string, fl failoverLoad) *load {
-	cl := e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
+	opts := []kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic(topic), kgo.MaxBufferedRecords(2000), kgo.ProducerLinger(time.Millisecond),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
-	ld := &load{cl: cl, max: fl.maxRecords, timeout: fl.loadTimeout, done: make(chan struct{}),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+	if fl.valueBytes > 0 {
+		opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	}
+	cl := e2eClient(t, c, opts...)
+	ld := &load{cl: cl, max: fl.maxRecords, pad: fl.valueBytes, timeout: fl.loadTimeout, done: make(chan struct{}),
 		sent: map[int32][]string{}, acked: map[string]bool{}, ackedP: map[int32]int{}, cond: make(chan struct{})}
 	ld.ctx, ld.cancel = context.WithCancel(context.Background())
 	go ld.run(fl.parts)
@@ -137,6 +144,9 @@ func (l *load) run(parts int32) {
 		}
 		p := int32(i) % parts
 		v := fmt.Sprintf("p%d-%d", p, i/int(parts))
+		if len(v) < l.pad {
+			v += strings.Repeat(".", l.pad-len(v))
+		}
 		l.mu.Lock()
 		l.sent[p] = append(l.sent[p], v)
 		l.mu.Unlock()

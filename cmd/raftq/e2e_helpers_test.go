@@ -46,6 +46,14 @@ func TestMain(m *testing.M) {
 // namespace) and stops them when the test ends.
 func e2eCluster(t *testing.T, n int, extra ...string) *chaos.Cluster {
 	t.Helper()
+	return e2eClusterWith(t, n, nil, extra...)
+}
+
+// e2eClusterWith is e2eCluster with prepare, when not nil, run once the
+// node dirs exist and before any node starts. Cleanups prepare registers
+// run after the nodes have stopped.
+func e2eClusterWith(t *testing.T, n int, prepare func(*chaos.Cluster), extra ...string) *chaos.Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end cluster tests run real processes; skipped with -short")
 	}
@@ -60,6 +68,9 @@ func e2eCluster(t *testing.T, n int, extra ...string) *chaos.Cluster {
 	c, err := chaos.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(c)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
