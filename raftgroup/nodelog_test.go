@@ -155,19 +155,8 @@ func TestNodeLog_CheckpointsBoundTheLog(t *testing.T) {
 	}
 	l.release(1, 1)
 	mustSave(t, l, 3, hardState(2, 2, 1), ents(2, 1, 1)) // never snapshotted
-	big := make([]byte, 4<<10)
 	var maxFiles int
-	for i := uint64(1); i <= 400; i++ {
-		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
-		mustSave(t, l, 2, hardState(1, 1, i), []*raftpb.Entry{e})
-		if i%10 == 0 {
-			if err := l.saveSnapshot(2, walSnap(i, 1), false); err != nil {
-				t.Fatal(err)
-			}
-			l.release(2, i)
-		}
-		maxFiles = max(maxFiles, countWALFiles(t, dir))
-	}
+	saveSnapshotting(t, l, 2, 400, func() { maxFiles = max(maxFiles, countWALFiles(t, dir)) })
 	if maxFiles < 4 {
 		t.Fatalf("only %d segments: the test wrote too little to cut any", maxFiles)
 	}
@@ -187,6 +176,7 @@ func TestNodeLog_CheckpointsBoundTheLog(t *testing.T) {
 	if err := l.remove(3); err != nil {
 		t.Fatal(err)
 	}
+	big := make([]byte, 4<<10)
 	for i := uint64(401); i <= 500; i++ {
 		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
 		mustSave(t, l, 2, hardState(1, 1, i), []*raftpb.Entry{e})
@@ -503,4 +493,25 @@ func TestNodeLog_UnwaitedWritesJoinTheNextFsync(t *testing.T) {
 	l = reopen(t, l)
 	defer l.close()
 	wantGroup(t, l, 1, "hs=1/1/2 snap=0 ents=1/1,1/2")
+}
+
+// saveSnapshotting saves entries 1..n of 4 KiB each for group, with a
+// snapshot and release of every tenth, and calls after (when not nil)
+// after each save.
+func saveSnapshotting(t *testing.T, l *nodeLog, group, n uint64, after func()) {
+	t.Helper()
+	big := make([]byte, 4<<10)
+	for i := uint64(1); i <= n; i++ {
+		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
+		mustSave(t, l, group, hardState(1, 1, i), []*raftpb.Entry{e})
+		if i%10 == 0 {
+			if err := l.saveSnapshot(group, walSnap(i, 1), false); err != nil {
+				t.Fatal(err)
+			}
+			l.release(group, i)
+		}
+		if after != nil {
+			after()
+		}
+	}
 }

@@ -120,17 +120,7 @@ func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
 	SetWALSegmentSize(64 << 10)
 	dir := filepath.Join(t.TempDir(), "wal")
 	l := openTestLog(t, dir)
-	big := make([]byte, 4<<10)
-	for i := uint64(1); i <= 200; i++ {
-		e := &raftpb.Entry{Term: new(uint64(1)), Index: new(i), Data: big}
-		mustSave(t, l, 1, hardState(1, 1, i), []*raftpb.Entry{e})
-		if i%10 == 0 {
-			if err := l.saveSnapshot(1, walSnap(i, 1), false); err != nil {
-				t.Fatal(err)
-			}
-			l.release(1, i)
-		}
-	}
+	saveSnapshotting(t, l, 1, 200, nil)
 	if err := l.close(); err != nil {
 		t.Fatal(err)
 	}
