@@ -107,8 +107,8 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 	if fsync == FsyncNever {
 		l.w.SetUnsafeNoFsync()
 	}
-	l.retire = newRetirer(dir, func(err error) {
-		zl.Warn("cannot retire old node wal segments; will try again at the next checkpoint", zap.Error(err))
+	l.retire = newRetirer(dir, fsync, func(err error) {
+		zl.Warn("cannot retire old node wal segments", zap.Error(err))
 	})
 	go l.run()
 	l.retire.wake() // segments a crash left retired (wal_retire.go)

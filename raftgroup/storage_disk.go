@@ -81,8 +81,8 @@ func OpenDiskStorage(dir string, node, group uint64, fsync FsyncPolicy, l *slog.
 	if fsync == FsyncNever {
 		s.w.SetUnsafeNoFsync()
 	}
-	s.retire = newRetirer(walDir, func(err error) {
-		s.zl.Warn("cannot retire old wal segments; will try again at the next release", zap.Error(err))
+	s.retire = newRetirer(walDir, fsync, func(err error) {
+		s.zl.Warn("cannot retire old wal segments", zap.Error(err))
 	})
 	s.retire.wake() // segments a crash left retired, and any before the snapshot
 	return s, nil
@@ -112,10 +112,11 @@ func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
 	if err != nil {
 		return err
 	}
-	s.w = w
 	if string(got) != string(meta) {
+		w.Close()
 		return fmt.Errorf("open wal %s: written for node/group %x, not %x", walDir, got, meta)
 	}
+	s.w = w
 	ptrEnts := make([]*raftpb.Entry, len(ents))
 	copy(ptrEnts, ents)
 	s.state = State{Snapshot: sn, HardState: hs, Entries: ptrEnts}

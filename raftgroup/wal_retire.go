@@ -48,16 +48,19 @@ const (
 
 // retireUnlocked retires the WAL segments in dir that no WAL holds locked
 // any more (eachUnlocked), and any retired earlier, calling wait between
-// steps while few bytes are left to free. The directory is synced before
-// anything is shrunk, every time, so that a rename whose sync failed
-// earlier is made durable before its file is cut.
-func retireUnlocked(dir string, wait func()) error {
-	renameErr := renameUnlocked(dir, syncDir)
+// steps while few bytes are left to free. The directory is synced after
+// each rename and once more before anything is shrunk; a failed sync
+// ends the pass with errDirSync before any file is cut.
+func retireUnlocked(dir string, sync func(string) error, wait func()) error {
+	renameErr := renameUnlocked(dir, sync)
+	if errors.Is(renameErr, errDirSync) {
+		return renameErr
+	}
 	names, err := sortedNames(dir, retiredSuffix)
 	if err != nil || len(names) == 0 {
 		return errors.Join(renameErr, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := sync(dir); err != nil {
 		return errors.Join(renameErr, err)
 	}
 	var backlog int64
@@ -89,17 +92,24 @@ func renameUnlocked(dir string, sync func(dir string) error) error {
 	})
 }
 
+// errDirSync marks a failed directory sync: afterwards no rename since
+// the last good sync can be trusted to be durable, since a later sync
+// that succeeds does not prove it (Linux reports a writeback error once).
+var errDirSync = errors.New("sync wal directory")
+
 func syncDir(dir string) error {
 	d, err := fileutil.OpenDir(dir)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", dir, err)
+		return fmt.Errorf("%w %s: open: %w", errDirSync, dir, err)
 	}
 	defer d.Close()
 	if err := fileutil.Fsync(d); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
+		return fmt.Errorf("%w %s: %w", errDirSync, dir, err)
 	}
 	return nil
 }
+
+func noSync(string) error { return nil }
 
 // trimAndRemove shrinks the retired file at p step by step, then unlinks
 // it; *backlog counts the bytes still to free across the files in hand,
@@ -147,21 +157,34 @@ func pause(stop <-chan struct{}) {
 // retirer retires one WAL directory's released segments on a goroutine of
 // its own, which runs only while there is work: wake starts a pass, or
 // asks the running one for another. The WAL must stay open until close
-// returns, since its locks are what mark the live segments.
+// returns, since its locks are what mark the live segments. After a
+// failed directory sync it retires nothing more: a renamed segment whose
+// rename may not be durable must not be cut, and the WAL's next open
+// (whose first pass retires what was left) is the point from which
+// renames are known again.
 type retirer struct {
 	dir  string
-	warn func(error) // a failed pass; the next wake tries again
+	sync func(dir string) error // syncDir, or noSync with FsyncNever
+	wait func()                 // between shrink steps: pause(stop)
+	warn func(error)            // a failed pass
 	stop chan struct{}
+	done chan struct{} // closed once close's last pass is over
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex
 	busy   bool // a pass is running
 	again  bool // and another was asked for meanwhile
 	closed bool
+	halted bool // a directory sync failed; set and read by passes only
 }
 
-func newRetirer(dir string, warn func(error)) *retirer {
-	return &retirer{dir: filepath.Clean(dir), warn: warn, stop: make(chan struct{})}
+func newRetirer(dir string, fsync FsyncPolicy, warn func(error)) *retirer {
+	r := &retirer{dir: filepath.Clean(dir), sync: syncDir, warn: warn, stop: make(chan struct{}), done: make(chan struct{})}
+	if fsync == FsyncNever {
+		r.sync = noSync
+	}
+	r.wait = func() { pause(r.stop) }
+	return r
 }
 
 // wake asks for a pass over the directory. It never blocks.
@@ -195,18 +218,28 @@ func (r *retirer) run() {
 }
 
 func (r *retirer) pass() {
-	if err := retireUnlocked(r.dir, func() { pause(r.stop) }); err != nil {
-		r.warn(err)
+	if r.halted {
+		return
+	}
+	err := retireUnlocked(r.dir, r.sync, r.wait)
+	if errors.Is(err, errDirSync) {
+		r.halted = true
+		r.warn(fmt.Errorf("%w; retiring no more segments until the wal is opened again", err))
+		return
+	}
+	if err != nil {
+		r.warn(fmt.Errorf("%w; trying again at the next release", err))
 	}
 }
 
 // close ends the pauses, waits for a running pass, and makes a last one
 // without pauses for what the WAL released last. Call it before closing
-// the WAL.
+// the WAL; a second call waits for the first.
 func (r *retirer) close() {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		<-r.done
 		return
 	}
 	r.closed = true
@@ -214,4 +247,5 @@ func (r *retirer) close() {
 	close(r.stop)
 	r.wg.Wait()
 	r.pass()
+	close(r.done)
 }

@@ -2,9 +2,11 @@ package raftgroup
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
@@ -53,7 +55,7 @@ func TestRetireUnlocked_StopsAtTheLiveSegments(t *testing.T) {
 			}
 		}
 	}
-	if err := retireUnlocked(dir, renamedFirst); err != nil {
+	if err := retireUnlocked(dir, syncDir, renamedFirst); err != nil {
 		t.Fatal(err)
 	}
 	if waits == 0 {
@@ -63,7 +65,7 @@ func TestRetireUnlocked_StopsAtTheLiveSegments(t *testing.T) {
 		t.Errorf("with 3.wal locked: %v, want %v", got, want)
 	}
 	live.Close()
-	if err := retireUnlocked(dir, func() {}); err != nil {
+	if err := retireUnlocked(dir, syncDir, func() {}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := dirNames(t, dir), []string{"5.wal"}; !slices.Equal(got, want) {
@@ -156,8 +158,8 @@ func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
 }
 
 // TestDiskStorage_RetiresReleasedSegments: a group's own WAL hands the
-// segments a snapshot releases to its retirer, which takes them off the
-// caller's goroutine; the live segments stay, nothing is left renamed,
+// segments a snapshot releases to its retirer; the live segments stay,
+// nothing is left renamed,
 // and the WAL reopens at the snapshot with every entry after it. A
 // segment a crash left retired goes once the WAL opens again.
 func TestDiskStorage_RetiresReleasedSegments(t *testing.T) {
@@ -222,16 +224,23 @@ func TestDiskStorage_RetiresReleasedSegments(t *testing.T) {
 // goroutine and makes a last pass, and a wake after close starts nothing.
 func TestRetirer_WakeDuringAPassRunsAnother(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "1.wal"), 40*retireStep) // 390 ms of pauses
-	writeFile(t, filepath.Join(dir, "9.wal"), 1)             // the newest is never taken
-	r := newRetirer(dir, func(err error) { t.Error(err) })
+	writeFile(t, filepath.Join(dir, "1.wal"), 2*retireStep)
+	writeFile(t, filepath.Join(dir, "9.wal"), 1) // the newest is never taken
+	r := newRetirer(dir, FsyncAlways, func(err error) { t.Error(err) })
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.wait = func() { once.Do(func() { close(held); <-release }) }
 	r.wake()
-	eventually(t, "the first pass under way", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "1.wal"+retiredSuffix))
-		return err == nil
-	})
+	<-held // the first pass is shrinking 1.wal
 	writeFile(t, filepath.Join(dir, "2.wal"), 1)
 	r.wake()
+	r.mu.Lock()
+	again := r.again
+	r.mu.Unlock()
+	if !again {
+		t.Error("a wake during a pass did not ask for another")
+	}
+	close(release)
 	eventually(t, "both retired", func() bool {
 		return slices.Equal(dirNames(t, dir), []string{"9.wal"})
 	})
@@ -240,12 +249,54 @@ func TestRetirer_WakeDuringAPassRunsAnother(t *testing.T) {
 	if got := dirNames(t, dir); !slices.Equal(got, []string{"9.wal"}) {
 		t.Errorf("after close: %v, want only 9.wal", got)
 	}
+	r.close() // a second close returns once the first is over
 	r.wake()
 	r.mu.Lock()
 	busy := r.busy
 	r.mu.Unlock()
 	if busy {
 		t.Error("a wake after close started a pass")
+	}
+}
+
+// TestRetirer_HaltsAfterAFailedDirSync: once a directory sync fails, the
+// retirer cuts nothing more, not even the file whose rename was synced
+// before: no later sync can vouch for a rename made before the failure.
+// The next retirer (the WAL opened again) takes what was left.
+func TestRetirer_HaltsAfterAFailedDirSync(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"1.wal", "2.wal", "9.wal"} {
+		writeFile(t, filepath.Join(dir, n), retireStep)
+	}
+	var warned []error
+	r := newRetirer(dir, FsyncAlways, func(err error) { warned = append(warned, err) })
+	syncs := 0
+	r.sync = func(string) error {
+		if syncs++; syncs == 2 {
+			return fmt.Errorf("%w: injected", errDirSync)
+		}
+		return nil
+	}
+	r.wake()
+	r.wg.Wait()
+	r.wake() // halted: takes nothing
+	r.wg.Wait()
+	r.close()
+	want := []string{"1.wal.retired", "2.wal.retired", "9.wal"}
+	if got := dirNames(t, dir); !slices.Equal(got, want) {
+		t.Errorf("after a failed sync: %v, want %v (renamed, nothing cut)", got, want)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "1.wal"+retiredSuffix)); err != nil || st.Size() != retireStep {
+		t.Errorf("1.wal.retired was cut: %v, %v", st, err)
+	}
+	if len(warned) != 1 || !errors.Is(warned[0], errDirSync) {
+		t.Errorf("warnings %v, want the one failed sync", warned)
+	}
+	r = newRetirer(dir, FsyncAlways, func(err error) { t.Error(err) })
+	r.wake()
+	r.close()
+	if got := dirNames(t, dir); !slices.Equal(got, []string{"9.wal"}) {
+		t.Errorf("a new retirer left %v, want only 9.wal", got)
 	}
 }
 

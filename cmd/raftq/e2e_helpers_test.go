@@ -69,6 +69,7 @@ func e2eClusterWith(t *testing.T, n int, prepare func(*chaos.Cluster), extra ...
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() }) // should prepare fail; runs last
 	if prepare != nil {
 		prepare(c)
 	}
