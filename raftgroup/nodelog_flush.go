@@ -145,8 +145,8 @@ func (l *nodeLog) track(batch []*logWrite) {
 // of its own: unlinking a 16 MiB segment (the raft benchmarks' size) took
 // this VM's ext4 (online discard) 8-10 ms, four of them per checkpoint,
 // and the flusher, which every group's save waits for, must not spend
-// that time. A failed retirement is logged and tried again at the next
-// checkpoint.
+// that time. A failed pass is logged; wal_retire.go says when it is
+// tried again.
 func (l *nodeLog) checkpoint() {
 	l.mu.Lock()
 	states := make([]groupState, 0, len(l.groups))

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
@@ -199,30 +198,6 @@ func (s *DiskStorage) Close() error {
 	s.retire.close()
 	if err := s.w.Close(); err != nil {
 		return fmt.Errorf("close wal %s: %w", s.dir, err)
-	}
-	return nil
-}
-
-// eachUnlocked calls fn, oldest first, on each segment in dir up to the
-// first one a WAL still holds locked (the live WAL keeps its segments
-// flock'ed, so a failing TryLock means in use), and never on the newest.
-// fn runs with the segment locked.
-func eachUnlocked(dir, suffix string, fn func(path string) error) error {
-	names, err := sortedNames(dir, suffix)
-	if err != nil {
-		return err
-	}
-	for _, name := range names[:max(len(names)-1, 0)] {
-		p := filepath.Join(dir, name)
-		l, err := fileutil.TryLockFile(p, os.O_WRONLY, fileutil.PrivateFileMode)
-		if err != nil {
-			break // locked: this one and every later segment are live
-		}
-		err = fn(p)
-		l.Close()
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -84,12 +84,36 @@ func retireUnlocked(dir string, sync func(string) error, wait func()) error {
 // rename durable and an older one not (a filesystem without a journal
 // may write directory updates in any order), the log would not open.
 func renameUnlocked(dir string, sync func(dir string) error) error {
-	return eachUnlocked(dir, ".wal", func(p string) error {
+	return eachUnlocked(dir, func(p string) error {
 		if err := os.Rename(p, p+retiredSuffix); err != nil {
 			return fmt.Errorf("retire wal segment %s: %w", p, err)
 		}
 		return sync(dir)
 	})
+}
+
+// eachUnlocked calls fn, oldest first, on each WAL segment in dir up to the
+// first one a WAL still holds locked (the live WAL keeps its segments
+// flock'ed, so a failing TryLock means in use), and never on the newest.
+// fn runs with the segment locked.
+func eachUnlocked(dir string, fn func(path string) error) error {
+	names, err := sortedNames(dir, ".wal")
+	if err != nil {
+		return err
+	}
+	for _, name := range names[:max(len(names)-1, 0)] {
+		p := filepath.Join(dir, name)
+		l, err := fileutil.TryLockFile(p, os.O_WRONLY, fileutil.PrivateFileMode)
+		if err != nil {
+			break // locked: this one and every later segment are live
+		}
+		err = fn(p)
+		l.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // errDirSync marks a failed directory sync: afterwards no rename since
