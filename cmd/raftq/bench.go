@@ -18,8 +18,11 @@ import (
 
 // benchResult is what raftq bench reports.
 type benchResult struct {
-	Records     int64   `json:"records"`
-	Failed      int64   `json:"failed"`
+	Records int64 `json:"records"`
+	Failed  int64 `json:"failed"`
+	// Unanswered counts the records neither acknowledged nor failed when
+	// --drain-timeout ran out after the run: their outcome is unknown.
+	Unanswered  int64   `json:"unanswered,omitempty"`
 	Seconds     float64 `json:"seconds"`
 	RecordsPerS float64 `json:"records_per_sec"`
 	MBPerS      float64 `json:"mb_per_sec"`
@@ -68,6 +71,7 @@ type benchFlags struct {
 	compress   string
 	interval   time.Duration
 	warmup     time.Duration
+	drain      time.Duration
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -112,12 +116,19 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	b.drain = pf.drain
 	res, err := bench(ctx, cf, append(opts, codec), b)
 	if err != nil {
 		return err
 	}
 	res.Acks, res.Compression = pf.acks, b.compress
-	return printBench(e, res, b.jsonOut)
+	if err := printBench(e, res, b.jsonOut); err != nil {
+		return err
+	}
+	if res.Unanswered > 0 {
+		return unansweredError(res.Unanswered, b.drain)
+	}
+	return nil
 }
 
 func ensureTopic(ctx context.Context, cf *clientFlags, topic string, parts int32, rf int16, cfgs map[string]*string) error {
@@ -150,45 +161,41 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 		// A 20 ms burst lets the offered rate hold when the scheduler is late.
 		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/50)))
 	}
-	var sent atomic.Int64
+	var sent, unanswered atomic.Int64
 	lat := &latencies{start: time.Now().Add(b.warmup)}
 	trips := &roundTrips{start: lat.start}
 	var wg sync.WaitGroup
-	var errs []error
-	var mu sync.Mutex
 	for range b.producers {
 		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.MaxBufferedRecords(1<<16), kgo.WithHooks(trips))...)
 		if err != nil {
+			cancel()
+			wg.Wait()
 			return benchResult{}, err
 		}
 		wg.Go(func() {
 			defer cl.Close()
-			err := produceBench(runCtx, cl, b, lim, &sent, lat)
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
+			produceBench(runCtx, cl, b, lim, &sent, lat)
+			unanswered.Add(drain(cl, b.drain))
 		})
 	}
 	wg.Wait()
 	elapsed := max(time.Since(lat.start), time.Millisecond) // a run cut short in its warm-up counts nothing
-	if err := errors.Join(errs...); err != nil {
-		return benchResult{}, err
-	}
 	res := lat.result(elapsed, b)
+	res.Unanswered = unanswered.Load()
 	trips.fill(&res)
 	return res, nil
 }
 
-func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) error {
+func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) {
 	values := newValuePool(b.size)
 	step := limiterStep(lim)
 	for ctx.Err() == nil {
 		if lim != nil && lim.WaitN(ctx, step) != nil {
-			break
+			return
 		}
 		for range step {
 			if b.records > 0 && sent.Add(1) > b.records {
-				return cl.Flush(context.Background())
+				return
 			}
 			began := time.Now()
 			cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
@@ -196,7 +203,6 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 			})
 		}
 	}
-	return cl.Flush(context.Background())
 }
 
 // limiterStep is how many records a producer sends per wait on the
@@ -272,13 +278,15 @@ func (l *latencies) add(sent time.Time, d time.Duration) {
 }
 
 // record notes a record sent at began as acknowledged now (err nil) or
-// failed; one sent in the warm-up counts as neither.
+// failed; one sent in the warm-up counts as neither, and so does one failed
+// by closing the client after the drain gave up on it (it counts as
+// unanswered).
 func (l *latencies) record(began time.Time, err error) {
 	if err == nil {
 		l.add(began, time.Since(began))
 		return
 	}
-	if !began.Before(l.start) {
+	if !began.Before(l.start) && !errors.Is(err, kgo.ErrClientClosed) {
 		l.mu.Lock()
 		l.failed++
 		l.mu.Unlock()
@@ -341,6 +349,9 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
 		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
 	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	if r.Unanswered > 0 {
+		fmt.Fprintf(e.stdout, "%d records still unanswered when the drain timed out (not counted above)\n", r.Unanswered)
+	}
 	if r.Requests > 0 {
 		fmt.Fprintf(e.stdout, "%d produce requests: round trip p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", r.Requests, r.RequestP50ms, r.RequestP99ms, r.RequestMaxMs)
 	}

@@ -11,4 +11,11 @@
 //	raftq jepsen run               a checked run of a local cluster under faults
 //
 // Run "raftq COMMAND --help" for a command's flags.
+//
+// Ctrl-C asks a command to wind up: a node stops cleanly, and produce and
+// bench stop sending and wait up to --drain-timeout (30 s) for the answers
+// to what they sent. Records still unanswered then are counted and
+// reported, and the exit status is 1: without that bound, a client whose
+// cluster had gone would retry them for ever. A second Ctrl-C kills the
+// command at once.
 package main

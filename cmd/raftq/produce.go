@@ -20,6 +20,7 @@ type producerFlags struct {
 	idempotent bool
 	linger     time.Duration
 	partition  int32
+	drain      time.Duration
 }
 
 func bindProducerFlags(fs *pflag.FlagSet) *producerFlags {
@@ -28,6 +29,7 @@ func bindProducerFlags(fs *pflag.FlagSet) *producerFlags {
 	fs.BoolVar(&p.idempotent, "idempotent", true, "idempotent producer (needs --acks all)")
 	fs.DurationVar(&p.linger, "linger", 0, "how long the client waits to fill a batch")
 	fs.Int32Var(&p.partition, "partition", -1, "send every record to this partition (default: by key, else sticky)")
+	fs.DurationVar(&p.drain, "drain-timeout", 30*time.Second, "once the last record is sent, how long to wait for the records still unanswered (the client retries each until then); those left are reported, and the exit status is 1")
 	return p
 }
 
@@ -42,6 +44,9 @@ func (p *producerFlags) opts() ([]kgo.Opt, error) {
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
 	default:
 		return nil, usageError{fmt.Errorf("--acks %q: want all, 1 or 0", p.acks)}
+	}
+	if p.drain <= 0 {
+		return nil, usageError{fmt.Errorf("--drain-timeout %s: want a positive duration", p.drain)}
 	}
 	if !p.idempotent || p.acks != "all" && p.acks != "-1" {
 		opts = append(opts, kgo.DisableIdempotentWrite())
@@ -85,14 +90,14 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 		return r
 	}
 	if *rateFlag > 0 {
-		return produceLoad(ctx, e, cl, mk, *rateFlag, *count, *duration, *size)
+		return produceLoad(ctx, e, cl, mk, loadSpec{*rateFlag, *count, *duration, *size, pf.drain})
 	}
-	return produceLines(ctx, e, cl, mk)
+	return produceLines(ctx, e, cl, mk, pf.drain)
 }
 
 // produceLines sends each stdin line as a record and fails on the first
 // error.
-func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record) error {
+func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, drainFor time.Duration) error {
 	sc := bufio.NewScanner(e.stdin)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var n atomic.Int64
@@ -110,16 +115,37 @@ func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *
 			n.Add(1)
 		})
 	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
+	left := drain(cl, drainFor)
 	if err := sc.Err(); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "produced %d records\n", n.Load())
+	if left > 0 {
+		return unansweredError(left, drainFor)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return firstErr
+}
+
+// drain waits up to d for the records cl still holds to be answered
+// (acknowledged or failed) and returns how many were not. kgo retries a
+// record until the cluster answers it, so a client whose cluster stopped
+// answering would otherwise wait for ever. Ctrl-C ends the sending, not
+// this wait: it is bounded anyway.
+func drain(cl *kgo.Client, d time.Duration) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if cl.Flush(ctx) == nil {
+		return 0
+	}
+	return cl.BufferedProduceRecords()
+}
+
+// unansweredError reports records drain gave up on: they may or may not
+// be in the log.
+func unansweredError(n int64, d time.Duration) error {
+	return fmt.Errorf("%d records still unanswered %s after the last was sent (--drain-timeout): whether they were written is unknown", n, d)
 }
 
 func cmpErr(first, err error) error {
@@ -129,21 +155,31 @@ func cmpErr(first, err error) error {
 	return err
 }
 
+// loadSpec is what produce --rate generates.
+type loadSpec struct {
+	perSec   float64
+	count    int64         // 0: no limit
+	duration time.Duration // 0: until Ctrl-C
+	size     int
+	drain    time.Duration
+}
+
 // produceLoad sends generated records at a steady rate with a progress
 // line every second.
-func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, perSec float64, count int64, d time.Duration, size int) error {
-	if d > 0 {
+func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, l loadSpec) error {
+	sendCtx := ctx
+	if l.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
+		sendCtx, cancel = context.WithTimeout(ctx, l.duration)
 		defer cancel()
 	}
-	lim := rate.NewLimiter(rate.Limit(perSec), max(1, int(perSec/100)))
+	lim := rate.NewLimiter(rate.Limit(l.perSec), max(1, int(l.perSec/100)))
 	var ok, failed atomic.Int64
-	value := make([]byte, size)
+	value := make([]byte, l.size)
 	done := make(chan struct{})
-	go progress(e, &ok, &failed, size, done)
-	for i := int64(0); count == 0 || i < count; i++ {
-		if lim.Wait(ctx) != nil {
+	go progress(e, &ok, &failed, l.size, done)
+	for i := int64(0); l.count == 0 || i < l.count; i++ {
+		if lim.Wait(sendCtx) != nil {
 			break
 		}
 		cl.Produce(context.Background(), mk(value), func(_ *kgo.Record, err error) {
@@ -154,10 +190,13 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 			ok.Add(1)
 		})
 	}
-	err := cl.Flush(context.Background())
+	left := drain(cl, l.drain)
 	close(done)
 	fmt.Fprintf(e.stderr, "\nproduced %d records, %d failed\n", ok.Load(), failed.Load())
-	return err
+	if left > 0 {
+		return unansweredError(left, l.drain)
+	}
+	return nil
 }
 
 func progress(e *env, ok, failed *atomic.Int64, size int, done <-chan struct{}) {
