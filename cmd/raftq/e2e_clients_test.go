@@ -22,8 +22,8 @@ import (
 // Kafka client we claim to work with: franz-go (idempotent, acks=all),
 // IBM/sarama (sync and async producers, idempotent, at its default and at
 // its newest protocol version; partition consumer), segmentio/kafka-go
-// (Writer, and Reader without a group) and kcat (librdkafka) where it is
-// installed. Each producer writes its own topic, which franz-go reads back
+// (Writer, and Reader without a group), kcat (librdkafka) and kafkajs
+// (admin, idempotent producer, group consumer) where they are installed. Each producer writes its own topic, which franz-go reads back
 // and checks: every acknowledged record exactly once, in send order. Each
 // consumer reads the franz-go topic and must see the same log.
 func TestE2E_Clients(t *testing.T) {
@@ -59,6 +59,9 @@ func TestE2E_Clients(t *testing.T) {
 	})
 	t.Run("kcat", func(t *testing.T) {
 		kcatRoundTrip(t, c, want[0])
+	})
+	t.Run("kafkajs", func(t *testing.T) {
+		kafkajsRoundTrip(t, c)
 	})
 	checkNoCrashes(t, c)
 }

@@ -1,0 +1,73 @@
+// A kafkajs client for raftq's end-to-end tests (cmd/raftq/e2e_clients_test.go).
+//
+//   node client.js create  BROKERS TOPIC PARTITIONS RF
+//   node client.js produce BROKERS TOPIC PARTITION PREFIX COUNT
+//   node client.js consume BROKERS GROUP TOPIC COUNT
+//
+// produce sends PREFIX-0 .. PREFIX-(COUNT-1) to one partition with an
+// idempotent producer (acks=all), ten records a request, and prints the
+// base offset of each request. consume reads COUNT records as a member of
+// GROUP from the beginning, commits them, and prints "PARTITION OFFSET
+// VALUE" lines. Every failure, or no result within a minute, exits 1.
+'use strict';
+const { Kafka, logLevel } = require('kafkajs');
+
+const [mode, brokers, ...args] = process.argv.slice(2);
+const kafka = new Kafka({
+  clientId: 'raftq-e2e',
+  brokers: brokers.split(','),
+  logLevel: logLevel.ERROR,
+  retry: { retries: 10 },
+});
+
+async function create(topic, partitions, rf) {
+  const admin = kafka.admin();
+  await admin.connect();
+  const ok = await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: Number(partitions), replicationFactor: Number(rf) }],
+  });
+  const meta = await admin.fetchTopicMetadata({ topics: [topic] });
+  await admin.disconnect();
+  console.log(`created ${ok} partitions ${meta.topics[0].partitions.length}`);
+}
+
+async function produce(topic, partition, prefix, count) {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  for (let i = 0; i < Number(count); i += 10) {
+    const messages = [];
+    for (let j = i; j < Math.min(i + 10, Number(count)); j++) {
+      messages.push({ partition: Number(partition), value: `${prefix}-${j}` });
+    }
+    const res = await producer.send({ topic, acks: -1, messages });
+    console.log(`${res[0].partition} ${res[0].baseOffset}`);
+  }
+  await producer.disconnect();
+}
+
+async function consume(group, topic, count) {
+  const consumer = kafka.consumer({ groupId: group, heartbeatInterval: 500, sessionTimeout: 10000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const lines = [];
+  await new Promise((resolve, reject) => {
+    consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        lines.push(`${partition} ${message.offset} ${message.value.toString()}`);
+        await consumer.commitOffsets([{ topic, partition, offset: String(Number(message.offset) + 1) }]);
+        if (lines.length === Number(count)) resolve();
+      },
+    }).catch(reject);
+  });
+  await consumer.disconnect();
+  console.log(lines.join('\n'));
+}
+
+const modes = { create, produce, consume };
+const timer = setTimeout(() => { console.error(`${mode}: no result within a minute`); process.exit(1); }, 60000);
+modes[mode](...args).then(
+  () => { clearTimeout(timer); process.exit(0); },
+  (err) => { console.error(`${mode}: ${err.stack || err}`); process.exit(1); },
+);
