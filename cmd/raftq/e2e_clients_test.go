@@ -22,8 +22,10 @@ import (
 // Kafka client we claim to work with: franz-go (idempotent, acks=all),
 // IBM/sarama (sync and async producers, idempotent, at its default and at
 // its newest protocol version; partition consumer), segmentio/kafka-go
-// (Writer, and Reader without a group), kcat (librdkafka) and kafkajs
-// (admin, idempotent producer, group consumer) where they are installed. Each producer writes its own topic, which franz-go reads back
+// (Writer; Reader on a partition and in a group), kcat (librdkafka:
+// producer, partition consumer, group consumer) and kafkajs (admin,
+// idempotent producer, group consumer) where they are installed; group
+// consumers must also commit what they read. Each producer writes its own topic, which franz-go reads back
 // and checks: every acknowledged record exactly once, in send order. Each
 // consumer reads the franz-go topic and must see the same log.
 func TestE2E_Clients(t *testing.T) {
@@ -56,6 +58,7 @@ func TestE2E_Clients(t *testing.T) {
 		createTopic(t, c, "kafkago", parts, 3, nil)
 		kafkagoProduce(t, c, "kafkago", parts, perPart)
 		kafkagoConsume(t, c, "kgo", want)
+		kafkagoGroupConsume(t, c, "kgo", want)
 	})
 	t.Run("kcat", func(t *testing.T) {
 		kcatRoundTrip(t, c, want[0])
@@ -236,6 +239,45 @@ func kafkagoConsume(t *testing.T, c *chaos.Cluster, topic string, want map[int32
 	}
 }
 
+// kafkagoGroupConsume reads every partition of topic as the one member
+// of a kafka-go consumer group, from the beginning, committing each record
+// (CommitMessages), and checks the order and the committed offsets.
+func kafkagoGroupConsume(t *testing.T, c *chaos.Cluster, topic string, want map[int32][]string) {
+	r := kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers: seeds(c), Topic: topic, GroupID: "kafkago-group", StartOffset: kafkago.FirstOffset,
+		MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 200 * time.Millisecond,
+		HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 10 * time.Second,
+	})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	total := 0
+	for _, vals := range want {
+		total += len(vals)
+	}
+	got := map[int32][]string{}
+	for n := 0; n < total; n++ {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			t.Fatalf("kafka-go group reader after %d records: %v", n, err)
+		}
+		p := int32(m.Partition)
+		if m.Offset != int64(len(got[p])) {
+			t.Fatalf("kafka-go group reader: %s-%d offset %d after %d records", topic, p, m.Offset, len(got[p]))
+		}
+		got[p] = append(got[p], string(m.Value))
+		if err := r.CommitMessages(ctx, m); err != nil {
+			t.Fatalf("kafka-go commit %s-%d@%d: %v", topic, p, m.Offset, err)
+		}
+	}
+	for p, vals := range want {
+		if !slices.Equal(got[p], vals) {
+			t.Errorf("kafka-go group reader %s-%d read %v, want %v", topic, p, got[p], vals)
+		}
+	}
+	checkGroupCommitted(t, c, "kafkago-group", topic, want)
+}
+
 // kcatRoundTrip has kcat (librdkafka, idempotent) produce to a new topic,
 // reads it back with kcat and franz-go, and has kcat read partition 0 of
 // the franz-go topic.
@@ -270,6 +312,19 @@ func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string) {
 	if got := consume("kgo", len(kgoP0)); !slices.Equal(got, kgoP0) {
 		t.Errorf("kcat read kgo-0 as %v, want %v", got, kgoP0)
 	}
+
+	// librdkafka's group consumer (what confluent-kafka-go and -python
+	// use): join, read from the beginning, commit.
+	out, err = runKcat(t, kcat, "", append(base, "-G", "kcat-group", "-o", "beginning",
+		"-c", fmt.Sprint(len(vals)), "-q", "-f", "%s\n",
+		"-X", "auto.commit.interval.ms=100", "kcat")...)
+	if err != nil {
+		t.Fatalf("kcat group consume: %v\n%s", err, out)
+	}
+	if got := lines(out); !slices.Equal(got, vals) {
+		t.Errorf("kcat group member read %v, want %v", got, vals)
+	}
+	checkGroupCommitted(t, c, "kcat-group", "kcat", map[int32][]string{0: vals})
 }
 
 func runKcat(t *testing.T, kcat, stdin string, args ...string) (string, error) {

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/raftq/raftq/chaos"
 )
 
@@ -66,24 +64,6 @@ func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster) {
 		}
 	}
 	checkGroupCommitted(t, c, "kafkajs-group", "kafkajs", want)
-}
-
-// checkGroupCommitted checks that group committed, for each partition of
-// topic, the offset after its last record.
-func checkGroupCommitted(t *testing.T, c *chaos.Cluster, group, topic string, want map[int32][]string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	offs, err := kadm.NewClient(e2eClient(t, c)).FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatalf("fetch %s's offsets: %v", group, err)
-	}
-	for p, vs := range want {
-		o, ok := offs.Lookup(topic, p)
-		if !ok || o.Err != nil || o.At != int64(len(vs)) {
-			t.Errorf("%s committed %s-%d at %+v, want %d", group, topic, p, o, len(vs))
-		}
-	}
 }
 
 // kafkajsEnv finds node and the kafkajs package: $RAFTQ_KAFKAJS, a

@@ -318,3 +318,21 @@ func lines(s string) []string {
 	}
 	return out
 }
+
+// checkGroupCommitted checks that group committed, for each partition of
+// topic, the offset after its last record.
+func checkGroupCommitted(t *testing.T, c *chaos.Cluster, group, topic string, want map[int32][]string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(e2eClient(t, c)).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("fetch %s's offsets: %v", group, err)
+	}
+	for p, vs := range want {
+		o, ok := offs.Lookup(topic, p)
+		if !ok || o.Err != nil || o.At != int64(len(vs)) {
+			t.Errorf("%s committed %s-%d at %+v, want %d", group, topic, p, o, len(vs))
+		}
+	}
+}
