@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +30,7 @@ func TestE2E_DiskFull(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root (CI runs as root)")
 	}
+	sweepLeakedTmpfs(t)
 	t.Run("one-node", func(t *testing.T) { runDiskFull(t, []int{3}) })
 	t.Run("every-node", func(t *testing.T) { runDiskFull(t, []int{1, 2, 3}) })
 }
@@ -141,7 +145,7 @@ func checkDiskFullLogged(t *testing.T, c *chaos.Cluster, id int) {
 // have stopped (call it from an e2eClusterWith prepare).
 func mountTmpfs(t *testing.T, dir string, size int64) {
 	t.Helper()
-	err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size))
+	err := syscall.Mount(tmpfsSource(os.Getpid()), dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size))
 	if errors.Is(err, syscall.EPERM) {
 		t.Skipf("mount a tmpfs: %v (root without CAP_SYS_ADMIN)", err)
 	}
@@ -155,10 +159,80 @@ func mountTmpfs(t *testing.T, dir string, size int64) {
 	})
 }
 
+// tmpfsSource names the mounts of test process pid, so that a later run
+// can find them if that process was killed before its cleanup (the mounts
+// are made in the host's mount namespace, and would outlive it, holding
+// their memory).
+func tmpfsSource(pid int) string { return fmt.Sprintf("raftq-test-tmpfs-%d", pid) }
+
+// sweepLeakedTmpfs unmounts the tmpfs mounts that tmpfsSource names for a
+// process no longer running.
+func sweepLeakedTmpfs(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// ... MOUNTPOINT ... - FSTYPE SOURCE OPTIONS
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 2 || g[0] != "tmpfs" {
+			continue
+		}
+		pidStr, ok := strings.CutPrefix(g[1], "raftq-test-tmpfs-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue
+		}
+		if err := syscall.Unmount(f[4], syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s, left by test process %d: %v", f[4], pid, err)
+			continue
+		}
+		t.Logf("unmounted %s, left mounted by test process %d", f[4], pid)
+	}
+}
+
 // remountTmpfs resizes the tmpfs on dir, keeping its files.
 func remountTmpfs(t *testing.T, dir string, size int64) {
 	t.Helper()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, fmt.Sprintf("size=%d", size)); err != nil {
 		t.Fatalf("resize the tmpfs on %s: %v", dir, err)
 	}
+}
+
+// A tmpfs left mounted by a killed test process is unmounted by the next
+// run; one whose process still runs (this one) is left alone.
+func TestSweepLeakedTmpfs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root (CI runs as root)")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	leaked, live := t.TempDir(), t.TempDir()
+	if err := syscall.Mount(tmpfsSource(gone.Process.Pid), leaked, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount a tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(leaked, syscall.MNT_DETACH) })
+	mountTmpfs(t, live, 1<<20)
+	sweepLeakedTmpfs(t)
+	if isMountPoint(t, leaked) || !isMountPoint(t, live) {
+		t.Errorf("after the sweep: the dead process's tmpfs mounted %v, the live one's %v; want false and true",
+			isMountPoint(t, leaked), isMountPoint(t, live))
+	}
+}
+
+func isMountPoint(t *testing.T, dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
 }
