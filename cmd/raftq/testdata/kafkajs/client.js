@@ -3,12 +3,15 @@
 //   node client.js create  BROKERS TOPIC PARTITIONS RF
 //   node client.js produce BROKERS TOPIC PARTITION PREFIX COUNT
 //   node client.js consume BROKERS GROUP TOPIC COUNT
+//   node client.js load    BROKERS TOPIC PARTITION PREFIX COUNT
 //
 // produce sends PREFIX-0 .. PREFIX-(COUNT-1) to one partition with an
 // idempotent producer (acks=all), ten records a request, and prints the
 // base offset of each request. consume reads COUNT records as a member of
 // GROUP from the beginning, commits them, and prints "PARTITION OFFSET
-// VALUE" lines. Every failure, or no result within a minute, exits 1.
+// VALUE" lines. load is produce five records a request, printing "ack
+// FIRST BASEOFFSET" after each, for a test that kills the leader
+// meanwhile. Every failure, or no result within two minutes, exits 1.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -65,8 +68,22 @@ async function consume(group, topic, count) {
   console.log(lines.join('\n'));
 }
 
-const modes = { create, produce, consume };
-const timer = setTimeout(() => { console.error(`${mode}: no result within a minute`); process.exit(1); }, 60000);
+async function load(topic, partition, prefix, count) {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  for (let i = 0; i < Number(count); i += 5) {
+    const messages = [];
+    for (let j = i; j < i + 5; j++) {
+      messages.push({ partition: Number(partition), value: `${prefix}-${j}` });
+    }
+    const res = await producer.send({ topic, acks: -1, messages });
+    console.log(`ack ${i} ${res[0].baseOffset}`);
+  }
+  await producer.disconnect();
+}
+
+const modes = { create, produce, consume, load };
+const timer = setTimeout(() => { console.error(`${mode}: no result within two minutes`); process.exit(1); }, 120000);
 modes[mode](...args).then(
   () => { clearTimeout(timer); process.exit(0); },
   (err) => { console.error(`${mode}: ${err.stack || err}`); process.exit(1); },
