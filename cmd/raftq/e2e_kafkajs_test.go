@@ -106,10 +106,7 @@ func runKafkajs(t *testing.T, node string, env []string, args ...string) string 
 
 // TestE2E_KafkajsLeaderKill kills -9 the leader of a partition while a
 // kafkajs idempotent producer (acks=all, one request in flight) sends to
-// it, five records a request. kafkajs must carry on with the new leader
-// by its own retries, and every request's records must land once, at the
-// offsets it was told: a request the old leader committed but did not
-// answer, retried to the new one, gets its original offset back.
+// it, five records a request (killLeaderUnderClient).
 func TestE2E_KafkajsLeaderKill(t *testing.T) {
 	node, env := kafkajsEnv(t)
 	c := e2eCluster(t, 3)
@@ -137,40 +134,13 @@ func TestE2E_KafkajsLeaderKill(t *testing.T) {
 			acks <- sc.Text()
 		}
 	}()
-	var got []string
-	for len(got) < 100 { // 500 records acknowledged before the kill
-		l, ok := <-acks
-		if !ok {
-			t.Fatalf("kafkajs load ended after %d requests: %v\nstderr:\n%s", len(got), cmd.Wait(), stderr.String())
+	got := killLeaderUnderClient(ctx, t, c, topic, acks, func() error {
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("%w; stderr:\n%s", err, stderr.String())
 		}
-		got = append(got, l)
-	}
-	victim := partitionLeader(t, c, topic, 0)
-	t.Logf("kill -9 node %d, leader of %s-0, after %d acknowledged requests", victim, topic, len(got))
-	if err := c.Kill(ctx, victim); err != nil {
-		t.Fatal(err)
-	}
-	for l := range acks {
-		got = append(got, l)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("kafkajs load after the kill: %v (%d requests acknowledged)\nstderr:\n%s", err, len(got), stderr.String())
-	}
-	if next := partitionLeader(t, c, topic, 0); next == victim {
-		t.Fatalf("node %d still leads after its kill", victim)
-	}
-	for i, l := range got {
-		if want := fmt.Sprintf("ack %d %d", 5*i, 5*i); l != want {
-			t.Fatalf("request %d answered %q, want %q", i, l, want)
-		}
-	}
-	if len(got) != count/5 {
-		t.Fatalf("%d requests acknowledged, want %d", len(got), count/5)
-	}
-	vals := seq("kjs", count)
-	log, _ := readPartition(t, c, topic, 0)
-	checkLog(t, "kafkajs-failover-0", log, vals, allAcked(vals))
-	checkNoCrashes(t, c)
+		return nil
+	})
+	checkClientFailover(t, c, topic, got, seq("kjs", count))
 	// kafkajs logs each failed attempt: without one, the kill never
 	// reached the producer and this tested nothing.
 	if !strings.Contains(stderr.String(), "[Producer] Failed to send messages") {
