@@ -11,8 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftq/raftq/chaos"
 )
@@ -114,8 +117,22 @@ func TestE2E_KafkajsLeaderKill(t *testing.T) {
 	createTopic(t, c, topic, 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "kafkajs", "client.js"),
-		"load", strings.Join(seeds(c), ","), topic, "0", "kjs", fmt.Sprint(count))
+	acks, wait, stderr := startKafkajs(ctx, t, node, env, "load", strings.Join(seeds(c), ","), topic, "0", "kjs", fmt.Sprint(count))
+	got := killLeaderUnderClient(ctx, t, c, topic, acks, wait)
+	checkClientFailover(t, c, topic, got, seq("kjs", count))
+	// kafkajs logs each failed attempt: without one, the kill never
+	// reached the producer and this tested nothing.
+	if !strings.Contains(stderr.String(), "[Producer] Failed to send messages") {
+		t.Errorf("kafkajs never retried a request; stderr:\n%s", stderr.String())
+	}
+}
+
+// startKafkajs starts testdata/kafkajs/client.js and returns its output
+// lines as they come (closed at its end), a wait for its exit, and its
+// stderr.
+func startKafkajs(ctx context.Context, t *testing.T, node string, env []string, args ...string) (<-chan string, func() error, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("testdata", "kafkajs", "client.js")}, args...)...)
 	cmd.Env = env
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
@@ -126,24 +143,84 @@ func TestE2E_KafkajsLeaderKill(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	acks := make(chan string, count)
+	lines := make(chan string, 1024)
+	read := make(chan struct{})
 	go func() {
-		defer close(acks)
+		defer close(read)
+		defer close(lines)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			acks <- sc.Text()
+			lines <- sc.Text()
 		}
 	}()
-	got := killLeaderUnderClient(ctx, t, c, topic, acks, func() error {
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("%w; stderr:\n%s", err, stderr.String())
-		}
-		return nil
-	})
-	checkClientFailover(t, c, topic, got, seq("kjs", count))
-	// kafkajs logs each failed attempt: without one, the kill never
-	// reached the producer and this tested nothing.
-	if !strings.Contains(stderr.String(), "[Producer] Failed to send messages") {
-		t.Errorf("kafkajs never retried a request; stderr:\n%s", stderr.String())
+	var once sync.Once
+	var werr error
+	wait := func() error {
+		once.Do(func() {
+			<-read // Wait closes the pipe: read it all first
+			if werr = cmd.Wait(); werr != nil {
+				werr = fmt.Errorf("kafkajs %s: %w; stderr:\n%s", args[0], werr, stderr.String())
+			}
+		})
+		return werr
 	}
+	return lines, wait, stderr
+}
+
+// TestE2E_KafkajsConsumerLeaderKill has a kafkajs group member read a
+// partition, committing each record, while the partition's leader is
+// killed -9 halfway: the records produced after the kill (by franz-go,
+// uncompressed, to the new leader) must reach it too. Every offset is
+// read; one is read twice only as a redelivery after a rejoin (kafkajs
+// rejoins if the group's coordinator was on the killed node), and the
+// group commits the end.
+func TestE2E_KafkajsConsumerLeaderKill(t *testing.T) {
+	node, env := kafkajsEnv(t)
+	c := e2eCluster(t, 3)
+	const topic, group, half = "kafkajs-consume-failover", "kafkajs-failover-group", 500
+	createTopic(t, c, topic, 1, 3, nil)
+	cl := e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	vals := seq("kjs-c", 2*half)
+	produceValues(t, cl, topic, 0, vals[:half]...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	lines, wait, _ := startKafkajs(ctx, t, node, env, "consume", strings.Join(seeds(c), ","), group, topic, fmt.Sprint(2*half))
+	next, repeats := 0, 0
+	take := func(l string) {
+		var p, off int
+		var v string
+		if _, err := fmt.Sscanf(l, "%d %d %s", &p, &off, &v); err != nil || p != 0 || off > next || v != vals[off] {
+			t.Fatalf("kafkajs consumer: line %q after offset %d (want partition 0, offset at most %d, its value)", l, next-1, next)
+		}
+		if off < next {
+			repeats++
+			return
+		}
+		next++
+	}
+	for next < half {
+		l, ok := <-lines
+		if !ok {
+			t.Fatalf("kafkajs consumer ended at offset %d: %v", next, wait())
+		}
+		take(l)
+	}
+	victim := partitionLeader(t, c, topic, 0)
+	t.Logf("kill -9 node %d, leader of %s-0, after the consumer read %d records", victim, topic, next)
+	if err := c.Kill(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(t, cl, topic, 0, vals[half:]...)
+	for l := range lines {
+		take(l)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if next != 2*half {
+		t.Fatalf("kafkajs consumer read up to offset %d, want %d", next, 2*half)
+	}
+	t.Logf("%d records delivered again after a rejoin", repeats)
+	checkGroupCommitted(t, c, group, topic, map[int32][]string{0: vals})
+	checkNoCrashes(t, c)
 }

@@ -320,12 +320,19 @@ func lines(s string) []string {
 }
 
 // checkGroupCommitted checks that group committed, for each partition of
-// topic, the offset after its last record.
+// topic, the offset after its last record. It asks until an answer comes
+// (a node may be down, or the group's coordinator moving).
 func checkGroupCommitted(t *testing.T, c *chaos.Cluster, group, topic string, want map[int32][]string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	offs, err := kadm.NewClient(e2eClient(t, c)).FetchOffsets(ctx, group)
+	adm := kadm.NewClient(e2eClient(t, c))
+	var offs kadm.OffsetResponses
+	var err error
+	for offs, err = adm.FetchOffsets(ctx, group); err != nil && ctx.Err() == nil; offs, err = adm.FetchOffsets(ctx, group) {
+		t.Logf("fetch %s's offsets: %v; asking again", group, err)
+		time.Sleep(200 * time.Millisecond) // a retry pace; nothing to await
+	}
 	if err != nil {
 		t.Fatalf("fetch %s's offsets: %v", group, err)
 	}

@@ -7,9 +7,10 @@
 //
 // produce sends PREFIX-0 .. PREFIX-(COUNT-1) to one partition with an
 // idempotent producer (acks=all), ten records a request, and prints the
-// base offset of each request. consume reads COUNT records as a member of
-// GROUP from the beginning, commits them, and prints "PARTITION OFFSET
-// VALUE" lines. load is produce five records a request, printing "ack
+// base offset of each request. consume reads as a member of GROUP from
+// the beginning, printing a "PARTITION OFFSET VALUE" line for each record
+// as it comes (a record delivered again after a rejoin prints again) and
+// committing it, until it has seen COUNT distinct records. load is produce five records a request, printing "ack
 // FIRST BASEOFFSET" after each, for a test that kills the leader
 // meanwhile. Every failure, or no result within two minutes, exits 1.
 'use strict';
@@ -53,19 +54,19 @@ async function consume(group, topic, count) {
   const consumer = kafka.consumer({ groupId: group, heartbeatInterval: 500, sessionTimeout: 10000 });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
-  const lines = [];
+  const seen = new Set();
   await new Promise((resolve, reject) => {
     consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
-        lines.push(`${partition} ${message.offset} ${message.value.toString()}`);
+        console.log(`${partition} ${message.offset} ${message.value.toString()}`);
+        seen.add(`${partition} ${message.offset}`);
         await consumer.commitOffsets([{ topic, partition, offset: String(Number(message.offset) + 1) }]);
-        if (lines.length === Number(count)) resolve();
+        if (seen.size === Number(count)) resolve();
       },
     }).catch(reject);
   });
   await consumer.disconnect();
-  console.log(lines.join('\n'));
 }
 
 async function load(topic, partition, prefix, count) {
