@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/raftq/raftq/chaos/internal/testenv"
+	"github.com/raftq/raftq/internal/mounts"
 )
 
 // mountTest mounts a fresh lazyfs for t and unmounts it when t ends.
@@ -360,13 +361,15 @@ func TestConfig_Validate(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	m, ok := parseMountinfo(`612 30 0:95 / /tmp/x\040y/mnt rw,nosuid,nodev,relatime - fuse.lazyfs raftq-lazyfs-4242 rw,user_id=0,group_id=0`)
+func TestStaleMount(t *testing.T) {
+	m, ok := staleMount(mounts.Mount{Point: "/tmp/x y/mnt", Dev: "0:95", FSType: "fuse.lazyfs", Source: FsNamePrefix + "4242"})
 	if !ok || m.PID != 4242 || m.Mountpoint != "/tmp/x y/mnt" || m.Dev != "0:95" {
-		t.Fatalf("parse = %+v, %v", m, ok)
+		t.Fatalf("staleMount = %+v, %v", m, ok)
 	}
-	if _, ok := parseMountinfo(`25 1 8:1 / / rw - ext4 /dev/sda1 rw`); ok {
-		t.Fatal("an ext4 root parsed as a lazyfs mount")
+	for _, src := range []string{"/dev/sda1", FsNamePrefix + "x", FsNamePrefix + "0"} {
+		if _, ok := staleMount(mounts.Mount{Point: "/", Dev: "8:1", FSType: "ext4", Source: src}); ok {
+			t.Errorf("source %q taken for a lazyfs mount", src)
+		}
 	}
 }
 

@@ -1,13 +1,14 @@
 package lazyfs
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/raftq/raftq/internal/mounts"
 )
 
 // ErrUnavailable means FUSE cannot be used on this machine.
@@ -63,53 +64,30 @@ func CleanupStale(owner int) ([]StaleMount, error) {
 
 // lazyMounts lists lazyfs mounts of this mount namespace.
 func lazyMounts() ([]StaleMount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	table, err := mounts.Table()
 	if err != nil {
-		return nil, fmt.Errorf("read mount table: %w", err)
+		return nil, err
 	}
-	defer f.Close()
 	var out []StaleMount
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if m, ok := parseMountinfo(sc.Text()); ok {
-			out = append(out, m)
+	for _, m := range table {
+		if sm, ok := staleMount(m); ok {
+			out = append(out, sm)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
-// parseMountinfo picks a lazyfs mount out of one /proc/self/mountinfo line:
-// "36 35 98:0 / /mnt rw,noatime master:1 - fuse.lazyfs raftq-lazyfs-42 rw,...".
-func parseMountinfo(line string) (StaleMount, bool) {
-	pre, post, ok := strings.Cut(line, " - ")
-	if !ok {
+// staleMount picks a lazyfs mount out of the mount table, by the source
+// name its serving process gave it (FsNamePrefix and its pid).
+func staleMount(m mounts.Mount) (StaleMount, bool) {
+	if !strings.HasPrefix(m.Source, FsNamePrefix) {
 		return StaleMount{}, false
 	}
-	f, g := strings.Fields(pre), strings.Fields(post)
-	if len(f) < 5 || len(g) < 2 || !strings.HasPrefix(g[1], FsNamePrefix) {
-		return StaleMount{}, false
-	}
-	pid, err := strconv.Atoi(strings.TrimPrefix(g[1], FsNamePrefix))
+	pid, err := strconv.Atoi(strings.TrimPrefix(m.Source, FsNamePrefix))
 	if err != nil || pid <= 0 {
 		return StaleMount{}, false
 	}
-	return StaleMount{Mountpoint: unescapeMount(f[4]), PID: pid, Dev: f[2]}, true
-}
-
-// unescapeMount undoes the octal escapes (\040 for space) of mountinfo.
-func unescapeMount(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return StaleMount{Mountpoint: m.Point, PID: pid, Dev: m.Dev}, true
 }
 
 func processAlive(pid int) bool {

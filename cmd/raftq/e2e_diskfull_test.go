@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/raftq/raftq/chaos"
+	"github.com/raftq/raftq/internal/mounts"
 )
 
 // TestE2E_DiskFull puts node data dirs on tmpfs mounts too small for the
@@ -169,27 +170,21 @@ func tmpfsSource(pid int) string { return fmt.Sprintf("raftq-test-tmpfs-%d", pid
 // process no longer running.
 func sweepLeakedTmpfs(t *testing.T) {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	table, err := mounts.Table()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		// ... MOUNTPOINT ... - FSTYPE SOURCE OPTIONS
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 2 || g[0] != "tmpfs" {
-			continue
-		}
-		pidStr, ok := strings.CutPrefix(g[1], "raftq-test-tmpfs-")
+	for _, m := range table {
+		pidStr, ok := strings.CutPrefix(m.Source, "raftq-test-tmpfs-")
 		pid, err := strconv.Atoi(pidStr)
-		if !ok || err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
+		if m.FSType != "tmpfs" || !ok || err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
 		}
-		if err := syscall.Unmount(f[4], syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s, left by test process %d: %v", f[4], pid, err)
+		if err := syscall.Unmount(m.Point, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s, left by test process %d: %v", m.Point, pid, err)
 			continue
 		}
-		t.Logf("unmounted %s, left mounted by test process %d", f[4], pid)
+		t.Logf("unmounted %s, left mounted by test process %d", m.Point, pid)
 	}
 }
 
@@ -225,12 +220,12 @@ func TestSweepLeakedTmpfs(t *testing.T) {
 }
 
 func isMountPoint(t *testing.T, dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	table, err := mounts.Table()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+	for _, m := range table {
+		if m.Point == dir {
 			return true
 		}
 	}
