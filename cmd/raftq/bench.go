@@ -105,9 +105,6 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := ensureTopic(ctx, cf, b.topic, b.partitions, b.rf, cfgs); err != nil {
-		return err
-	}
 	opts, err := pf.opts()
 	if err != nil {
 		return err
@@ -116,8 +113,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := ensureTopic(ctx, cf, b.topic, b.partitions, b.rf, cfgs); err != nil {
+		return err
+	}
 	b.drain = pf.drain
-	res, err := bench(ctx, cf, append(opts, codec), b)
+	res, err := bench(ctx, e, cf, append(opts, codec), b)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func ensureTopic(ctx context.Context, cf *clientFlags, topic string, parts int32
 
 // bench runs the producers and gathers per-record latency, measured from
 // the Produce call to its acknowledgement.
-func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) (benchResult, error) {
+func bench(ctx context.Context, e *env, cf *clientFlags, opts []kgo.Opt, b *benchFlags) (benchResult, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if b.records == 0 {
@@ -161,9 +161,10 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 		// A 20 ms burst lets the offered rate hold when the scheduler is late.
 		lim = rate.NewLimiter(rate.Limit(b.rate), max(1, int(b.rate/50)))
 	}
-	var sent, unanswered atomic.Int64
+	var sent atomic.Int64
 	lat := &latencies{start: time.Now().Add(b.warmup)}
 	trips := &roundTrips{start: lat.start}
+	note := drainNote(e)
 	var wg sync.WaitGroup
 	for range b.producers {
 		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.MaxBufferedRecords(1<<16), kgo.WithHooks(trips))...)
@@ -172,21 +173,20 @@ func bench(ctx context.Context, cf *clientFlags, opts []kgo.Opt, b *benchFlags) 
 			wg.Wait()
 			return benchResult{}, err
 		}
+		w := newSendWindow(runCtx, b.drain)
 		wg.Go(func() {
-			defer cl.Close()
-			produceBench(runCtx, cl, b, lim, &sent, lat)
-			unanswered.Add(drain(cl, b.drain))
+			produceBench(runCtx, cl, w, b, lim, &sent, lat)
+			w.close(cl, note)
 		})
 	}
 	wg.Wait()
 	elapsed := max(time.Since(lat.start), time.Millisecond) // a run cut short in its warm-up counts nothing
 	res := lat.result(elapsed, b)
-	res.Unanswered = unanswered.Load()
 	trips.fill(&res)
 	return res, nil
 }
 
-func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) {
+func produceBench(ctx context.Context, cl *kgo.Client, w *sendWindow, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) {
 	values := newValuePool(b.size)
 	step := limiterStep(lim)
 	for ctx.Err() == nil {
@@ -198,7 +198,7 @@ func produceBench(ctx context.Context, cl *kgo.Client, b *benchFlags, lim *rate.
 				return
 			}
 			began := time.Now()
-			cl.Produce(context.Background(), &kgo.Record{Value: values.next()}, func(_ *kgo.Record, err error) {
+			w.produce(cl, &kgo.Record{Value: values.next()}, func(err error) {
 				lat.record(began, err)
 			})
 		}
@@ -255,11 +255,12 @@ func compressionOpt(name string) (kgo.Opt, error) {
 // latencies collects every acknowledged record's latency; those sent
 // before start (the warm-up) are only counted.
 type latencies struct {
-	start   time.Time
-	mu      sync.Mutex
-	samples blocks[sample]
-	warm    int64 // acknowledged in the warm-up
-	failed  int64 // failed after it
+	start      time.Time
+	mu         sync.Mutex
+	samples    blocks[sample]
+	warm       int64 // acknowledged in the warm-up
+	failed     int64 // failed after it
+	unanswered int64 // after it, still unanswered when the drain ended
 }
 
 // sample is one acknowledged record: when it was sent, from start, and
@@ -277,19 +278,23 @@ func (l *latencies) add(sent time.Time, d time.Duration) {
 	l.samples.add(sample{at: int64(at), ns: int64(d)})
 }
 
-// record notes a record sent at began as acknowledged now (err nil) or
-// failed; one sent in the warm-up counts as neither, and so does one failed
-// by closing the client after the drain gave up on it (it counts as
-// unanswered).
+// record notes a record sent at began as acknowledged now (err nil),
+// unanswered when the drain ended (sendWindow), or failed; one sent in the
+// warm-up counts as none of these.
 func (l *latencies) record(began time.Time, err error) {
 	if err == nil {
 		l.add(began, time.Since(began))
 		return
 	}
-	if !began.Before(l.start) && !errors.Is(err, kgo.ErrClientClosed) {
-		l.mu.Lock()
+	if began.Before(l.start) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if unanswered(err) {
+		l.unanswered++
+	} else {
 		l.failed++
-		l.mu.Unlock()
 	}
 }
 
@@ -334,7 +339,7 @@ func (l *latencies) result(elapsed time.Duration, b *benchFlags) benchResult {
 	secs := elapsed.Seconds()
 	return benchResult{
 		Intervals: iv,
-		Records:   n, Failed: l.failed, Seconds: secs,
+		Records:   n, Failed: l.failed, Unanswered: l.unanswered, Seconds: secs,
 		RecordsPerS: float64(n) / secs, MBPerS: float64(n) * float64(b.size) / secs / 1e6,
 		P50ms: pct(0.50), P99ms: pct(0.99), P999ms: pct(0.999), MaxMs: pct(1),
 		RecordSize: b.size, TargetRate: b.rate,

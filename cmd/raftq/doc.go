@@ -12,10 +12,13 @@
 //
 // Run "raftq COMMAND --help" for a command's flags.
 //
-// Ctrl-C asks a command to wind up: a node stops cleanly, and produce and
-// bench stop sending and wait up to --drain-timeout (30 s) for the answers
-// to what they sent. Records still unanswered then are counted and
-// reported, and the exit status is 1: without that bound, a client whose
-// cluster had gone would retry them for ever. A second Ctrl-C kills the
-// command at once.
+// Ctrl-C or SIGTERM asks a command to wind up: a node stops cleanly, and
+// produce and bench stop sending and wait up to --drain-timeout (30 s)
+// for the answers to what they sent, saying so if that takes more than a
+// second. Records still unanswered then are counted and reported, and the
+// exit status is 1: without that bound, a client whose cluster had gone
+// would retry them for ever. produce reading stdin stops at the next line.
+// A second Ctrl-C kills the command at once (raftq dev then leaves its
+// temporary data directory behind, and raftq jepsen run its report
+// unwritten); a repeated SIGTERM changes nothing.
 package main

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,8 +19,10 @@ import (
 // A bench or a generated load whose cluster stops answering ends once
 // --drain-timeout has run out after the sending: it says how many records
 // were left unanswered and exits 1. Before, it waited for ever while the
-// client retried them. The cluster is kfake, franz-go's in-process fake
-// broker, because this tests the client side alone.
+// client retried them, or while Produce blocked on a full buffer (the
+// unlimited bench and the 200k/s load fill kgo's buffer long before the
+// run ends). The cluster is kfake, franz-go's in-process fake broker,
+// because this tests the client side alone.
 func TestDrain_ClusterGoneEndsTheRun(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -26,7 +30,9 @@ func TestDrain_ClusterGoneEndsTheRun(t *testing.T) {
 		wantOut string // on stdout, besides the error on stderr
 	}{
 		{"bench", []string{"bench", "--topic", "drain", "--replication-factor", "1", "--duration", "2s", "--rate", "2000", "--drain-timeout", "1s"}, "records still unanswered when the drain timed out"},
+		{"bench-unlimited", []string{"bench", "--topic", "drain", "--replication-factor", "1", "--duration", "2s", "--drain-timeout", "1s"}, "records still unanswered when the drain timed out"},
 		{"produce", []string{"produce", "--rate", "2000", "--duration", "2s", "--drain-timeout", "1s", "drain"}, ""},
+		{"produce-buffer-full", []string{"produce", "--rate", "200000", "--duration", "2s", "--drain-timeout", "1s", "drain"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drain"))
@@ -66,12 +72,96 @@ func TestDrain_ClusterGoneEndsTheRun(t *testing.T) {
 	}
 }
 
+// With --json, every record a bench sent after its warm-up is counted
+// once: acknowledged, failed or unanswered.
+func TestDrain_BenchCountsEachRecordOnce(t *testing.T) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	var produced atomic.Int64
+	fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		if produced.Add(1) == 20 {
+			go fake.Close() // from here on nothing is answered
+		}
+		return nil, nil, false
+	})
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	e := &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
+	code := run(context.Background(), e, []string{"bench", "--brokers", strings.Join(fake.ListenAddrs(), ","),
+		"--topic", "drain", "--replication-factor", "1", "--records", "30000", "--rate", "30000", "--drain-timeout", "1s", "--json"})
+	var res benchResult
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil || code != 1 {
+		t.Fatalf("exit %d, stdout %q (%v), stderr %q; want 1 and a JSON result", code, stdout.String(), err, stderr.String())
+	}
+	if sum := res.Records + res.Failed + res.Unanswered; sum != 30000 || res.Records == 0 || res.Unanswered == 0 {
+		t.Errorf("%d acknowledged + %d failed + %d unanswered = %d; want 30000, some acknowledged and some unanswered",
+			res.Records, res.Failed, res.Unanswered, sum)
+	}
+}
+
 // The first Ctrl-C asks a command to wind up, which for a producer means
-// waiting up to --drain-timeout for its answers; a second one kills it.
-// The producer here has no cluster at all (port 1 refuses), so its records
-// stay unanswered and only the second interrupt can end it in time.
+// waiting up to --drain-timeout for its answers (it says so); a second one
+// kills it. The producer here has no cluster at all (port 1 refuses), so
+// its records stay unanswered and only the second interrupt can end it in
+// time.
 func TestSecondInterruptKills(t *testing.T) {
-	cmd := exec.Command(raftqBinary, "produce", "--brokers", "127.0.0.1:1", "--rate", "100", "--drain-timeout", "1h", "nowhere")
+	cmd, stderr, exited := startProducerWithoutCluster(t, "1h")
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the drain's note", func(context.Context) bool {
+		return strings.Contains(stderr.String(), "Ctrl-C again to quit")
+	})
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
+			t.Fatalf("exit %v; want death by the second SIGINT; stderr: %s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 10 s after the second interrupt; stderr: %s", stderr.String())
+	}
+}
+
+// SIGTERM winds a command up too, but a supervisor's repeated SIGTERM
+// does not cut the wind-up short: the producer drains for its 2 s and exits
+// 1 on its own, naming the records left unanswered.
+func TestRepeatedSigtermWindsUp(t *testing.T) {
+	cmd, stderr, exited := startProducerWithoutCluster(t, "2s")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the drain's note", func(context.Context) bool {
+		return strings.Contains(stderr.String(), "Ctrl-C again to quit")
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "records still unanswered 2s after") {
+			t.Fatalf("exit %v; want status 1 after the drain; stderr: %s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 30 s after SIGTERM; stderr: %s", stderr.String())
+	}
+}
+
+// startProducerWithoutCluster starts raftq produce at 100 records/s
+// against a port that refuses, and returns once its first progress line
+// shows it sending.
+func startProducerWithoutCluster(t *testing.T, drain string) (*exec.Cmd, *lockedBuffer, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(raftqBinary, "produce", "--brokers", "127.0.0.1:1", "--rate", "100", "--drain-timeout", drain, "nowhere")
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -79,25 +169,9 @@ func TestSecondInterruptKills(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	waitFor(t, 30*time.Second, "the first progress line", func(context.Context) bool {
 		return strings.Contains(stderr.String(), "records")
 	})
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-exited:
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
-				t.Fatalf("exit %v; want death by the second SIGINT; stderr: %s", err, stderr.String())
-			}
-			return
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("still running 10 s into repeated interrupts; stderr: %s", stderr.String())
-		case <-tick.C:
-		}
-	}
+	return cmd, stderr, exited
 }

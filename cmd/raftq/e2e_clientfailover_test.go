@@ -13,17 +13,18 @@ import (
 
 // Other clients through a leader kill. Each test runs a client's
 // idempotent producer (acks=all, one request in flight) against the one
-// partition of a topic, five records a request, and kills -9 the
-// partition's leader after 100 acknowledged requests. The client must
-// carry on by its own retries, and every request's records must land
-// once, at the offsets the client was told: a request the old leader
-// committed but did not answer, retried to the new one, gets its original
-// offset back.
+// partition of a topic, five records a send, and kills -9 the partition's
+// leader after 100 acknowledged sends, holding the client back until the
+// kill is done so that its next send meets it. The client must carry on
+// by its own retries, and every send's records must land once, at the
+// offsets the client was told: a request the old leader committed but did
+// not answer, retried to the new one, gets its original offset back.
 
 // killLeaderUnderClient reads a client's "ack FIRST BASEOFFSET" lines from
-// acks, kills the leader of topic-0 after the 100th, and returns every
-// line once acks is closed and wait, which ends the client, returns.
-func killLeaderUnderClient(ctx context.Context, t *testing.T, c *chaos.Cluster, topic string, acks <-chan string, wait func() error) []string {
+// acks, kills the leader of topic-0 after the 100th (the client then
+// waits), calls resume, and returns every line once acks is closed and
+// wait, which ends the client, returns.
+func killLeaderUnderClient(ctx context.Context, t *testing.T, c *chaos.Cluster, topic string, acks <-chan string, resume func(), wait func() error) []string {
 	t.Helper()
 	var got []string
 	for len(got) < 100 {
@@ -38,6 +39,7 @@ func killLeaderUnderClient(ctx context.Context, t *testing.T, c *chaos.Cluster, 
 	if err := c.Kill(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
+	resume()
 	for l := range acks {
 		got = append(got, l)
 	}
@@ -68,7 +70,8 @@ func checkClientFailover(t *testing.T, c *chaos.Cluster, topic string, got, vals
 }
 
 // TestE2E_SaramaLeaderKill runs IBM/sarama's idempotent SyncProducer
-// (SendMessages, five records a call) through a leader kill.
+// (SendMessages, five records a call, which sarama may split over
+// requests) through a leader kill.
 func TestE2E_SaramaLeaderKill(t *testing.T) {
 	c := e2eCluster(t, 3)
 	const topic, count = "sarama-failover", 2000
@@ -81,12 +84,17 @@ func TestE2E_SaramaLeaderKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sarama sync producer: %v", err)
 	}
+	t.Cleanup(func() { _ = sp.Close() })
 	vals := seq("sarama", count)
 	acks := make(chan string, count)
 	done := make(chan error, 1)
+	killed := make(chan struct{})
 	go func() {
 		defer close(acks)
 		for i := 0; i < count; i += 5 {
+			if i == 5*100 {
+				<-killed
+			}
 			msgs := make([]*sarama.ProducerMessage, 5)
 			for j := range msgs {
 				msgs[j] = &sarama.ProducerMessage{Topic: topic, Partition: 0, Value: sarama.StringEncoder(vals[i+j])}
@@ -99,13 +107,10 @@ func TestE2E_SaramaLeaderKill(t *testing.T) {
 		}
 		done <- nil
 	}()
-	got := killLeaderUnderClient(ctx, t, c, topic, acks, func() error {
+	got := killLeaderUnderClient(ctx, t, c, topic, acks, func() { close(killed) }, func() error {
 		err := <-done
 		done <- err // wait may be asked twice
 		return err
 	})
-	if err := sp.Close(); err != nil {
-		t.Errorf("close sarama producer: %v", err)
-	}
 	checkClientFailover(t, c, topic, got, vals)
 }

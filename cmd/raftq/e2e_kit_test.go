@@ -324,18 +324,15 @@ func lines(s string) []string {
 // (a node may be down, or the group's coordinator moving).
 func checkGroupCommitted(t *testing.T, c *chaos.Cluster, group, topic string, want map[int32][]string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	adm := kadm.NewClient(e2eClient(t, c))
 	var offs kadm.OffsetResponses
-	var err error
-	for offs, err = adm.FetchOffsets(ctx, group); err != nil && ctx.Err() == nil; offs, err = adm.FetchOffsets(ctx, group) {
-		t.Logf("fetch %s's offsets: %v; asking again", group, err)
-		time.Sleep(200 * time.Millisecond) // a retry pace; nothing to await
-	}
-	if err != nil {
-		t.Fatalf("fetch %s's offsets: %v", group, err)
-	}
+	waitFor(t, 30*time.Second, group+"'s committed offsets", func(ctx context.Context) bool {
+		var err error
+		if offs, err = adm.FetchOffsets(ctx, group); err != nil {
+			t.Logf("fetch %s's offsets: %v; asking again", group, err)
+		}
+		return err == nil
+	})
 	for p, vs := range want {
 		o, ok := offs.Lookup(topic, p)
 		if !ok || o.Err != nil || o.At != int64(len(vs)) {

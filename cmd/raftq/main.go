@@ -43,9 +43,13 @@ func commands() map[string]command {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The first Ctrl-C asks the command to wind up (a node to stop
-	// cleanly, a client to collect its answers); a second one kills it.
-	context.AfterFunc(ctx, stop)
+	// The first Ctrl-C or SIGTERM asks the command to wind up (a node to
+	// stop cleanly, a client to collect its answers); a second Ctrl-C
+	// kills it, while a supervisor's repeated SIGTERM changes nothing.
+	context.AfterFunc(ctx, func() {
+		signal.Ignore(syscall.SIGTERM)
+		stop()
+	})
 	os.Exit(run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
 }
 

@@ -81,7 +81,6 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
 	mk := func(v []byte) *kgo.Record {
 		r := &kgo.Record{Value: v, Partition: pf.partition}
 		if *key != "" {
@@ -95,55 +94,56 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 	return produceLines(ctx, e, cl, mk, pf.drain)
 }
 
-// produceLines sends each stdin line as a record and fails on the first
-// error.
-func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, drainFor time.Duration) error {
+// produceLines sends each stdin line as a record, until the input or
+// Ctrl-C ends, and fails on the first error.
+func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, drain time.Duration) error {
+	w := newSendWindow(ctx, drain)
 	sc := bufio.NewScanner(e.stdin)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var n atomic.Int64
+	var n, left atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
-	for sc.Scan() {
+	for ctx.Err() == nil && sc.Scan() {
 		v := append([]byte(nil), sc.Bytes()...)
-		cl.Produce(ctx, mk(v), func(r *kgo.Record, err error) {
-			if err != nil {
+		w.produce(cl, mk(v), func(err error) {
+			switch {
+			case err == nil:
+				n.Add(1)
+			case unanswered(err):
+				left.Add(1)
+			default:
 				mu.Lock()
 				firstErr = cmpErr(firstErr, err)
 				mu.Unlock()
-				return
 			}
-			n.Add(1)
 		})
 	}
-	left := drain(cl, drainFor)
+	w.close(cl, drainNote(e))
 	if err := sc.Err(); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "produced %d records\n", n.Load())
-	if left > 0 {
-		return unansweredError(left, drainFor)
+	if left.Load() > 0 {
+		return unansweredError(left.Load(), drain)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	return firstErr
 }
 
-// drain waits up to d for the records cl still holds to be answered
-// (acknowledged or failed) and returns how many were not. kgo retries a
-// record until the cluster answers it, so a client whose cluster stopped
-// answering would otherwise wait for ever. Ctrl-C ends the sending, not
-// this wait: it is bounded anyway.
-func drain(cl *kgo.Client, d time.Duration) int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	if cl.Flush(ctx) == nil {
-		return 0
+// drainNote tells the user, once, what a command that stopped sending
+// still waits for.
+func drainNote(e *env) func(int64, time.Duration) {
+	var once sync.Once
+	return func(n int64, d time.Duration) {
+		once.Do(func() {
+			fmt.Fprintf(e.stderr, "\nwaiting up to %s for the answers to %d records (--drain-timeout; Ctrl-C again to quit)\n", d, n)
+		})
 	}
-	return cl.BufferedProduceRecords()
 }
 
-// unansweredError reports records drain gave up on: they may or may not
-// be in the log.
+// unansweredError reports records whose answers did not come before the
+// drain ended: they may or may not be in the log.
 func unansweredError(n int64, d time.Duration) error {
 	return fmt.Errorf("%d records still unanswered %s after the last was sent (--drain-timeout): whether they were written is unknown", n, d)
 }
@@ -174,7 +174,8 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 		defer cancel()
 	}
 	lim := rate.NewLimiter(rate.Limit(l.perSec), max(1, int(l.perSec/100)))
-	var ok, failed atomic.Int64
+	w := newSendWindow(sendCtx, l.drain)
+	var ok, failed, left atomic.Int64
 	value := make([]byte, l.size)
 	done := make(chan struct{})
 	go progress(e, &ok, &failed, l.size, done)
@@ -182,19 +183,22 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 		if lim.Wait(sendCtx) != nil {
 			break
 		}
-		cl.Produce(context.Background(), mk(value), func(_ *kgo.Record, err error) {
-			if err != nil {
+		w.produce(cl, mk(value), func(err error) {
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case unanswered(err):
+				left.Add(1)
+			default:
 				failed.Add(1)
-				return
 			}
-			ok.Add(1)
 		})
 	}
-	left := drain(cl, l.drain)
+	w.close(cl, drainNote(e))
 	close(done)
 	fmt.Fprintf(e.stderr, "\nproduced %d records, %d failed\n", ok.Load(), failed.Load())
-	if left > 0 {
-		return unansweredError(left, l.drain)
+	if left.Load() > 0 {
+		return unansweredError(left.Load(), l.drain)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// A kafkajs client for raftq's end-to-end tests (cmd/raftq/e2e_clients_test.go).
+// A kafkajs client for raftq's end-to-end tests (cmd/raftq/e2e_kafkajs_test.go).
 //
 //   node client.js create  BROKERS TOPIC PARTITIONS RF
 //   node client.js produce BROKERS TOPIC PARTITION PREFIX COUNT
@@ -56,6 +56,9 @@ async function consume(group, topic, count) {
   await consumer.subscribe({ topic, fromBeginning: true });
   const seen = new Set();
   await new Promise((resolve, reject) => {
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) reject(payload.error);
+    });
     consumer.run({
       autoCommit: false,
       eachMessage: async ({ partition, message }) => {
@@ -79,6 +82,9 @@ async function load(topic, partition, prefix, count) {
     }
     const res = await producer.send({ topic, acks: -1, messages });
     console.log(`ack ${i} ${res[0].baseOffset}`);
+    if (i === 5 * 99) {
+      await new Promise((resolve) => process.stdin.once('data', resolve));
+    }
   }
   await producer.disconnect();
 }
