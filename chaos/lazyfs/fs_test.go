@@ -431,14 +431,9 @@ func TestCleanupStale(t *testing.T) {
 
 func mounted(t testing.TB, mnt string) bool {
 	t.Helper()
-	ms, err := lazyMounts()
+	ok, err := mounts.Mounted(mnt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms {
-		if m.Mountpoint == mnt {
-			return true
-		}
-	}
-	return false
+	return ok
 }

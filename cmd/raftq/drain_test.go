@@ -102,57 +102,47 @@ func TestDrain_BenchCountsEachRecordOnce(t *testing.T) {
 	}
 }
 
-// The first Ctrl-C asks a command to wind up, which for a producer means
-// waiting up to --drain-timeout for its answers (it says so); a second one
-// kills it. The producer here has no cluster at all (port 1 refuses), so
-// its records stay unanswered and only the second interrupt can end it in
-// time.
-func TestSecondInterruptKills(t *testing.T) {
-	cmd, stderr, exited := startProducerWithoutCluster(t, "1h")
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "the drain's note", func(context.Context) bool {
-		return strings.Contains(stderr.String(), "Ctrl-C again to quit")
-	})
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGINT {
-			t.Fatalf("exit %v; want death by the second SIGINT; stderr: %s", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running 10 s after the second interrupt; stderr: %s", stderr.String())
-	}
-}
-
-// SIGTERM winds a command up too, but a supervisor's repeated SIGTERM
-// does not cut the wind-up short: the producer drains for its 2 s and exits
-// 1 on its own, naming the records left unanswered.
-func TestRepeatedSigtermWindsUp(t *testing.T) {
-	cmd, stderr, exited := startProducerWithoutCluster(t, "2s")
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "the drain's note", func(context.Context) bool {
-		return strings.Contains(stderr.String(), "Ctrl-C again to quit")
-	})
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "records still unanswered 2s after") {
-			t.Fatalf("exit %v; want status 1 after the drain; stderr: %s", err, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running 30 s after SIGTERM; stderr: %s", stderr.String())
+// The first Ctrl-C or SIGTERM asks a command to wind up, which for a
+// producer means waiting up to --drain-timeout for its answers (it says
+// so). A second Ctrl-C kills it; a supervisor's repeated SIGTERM does not
+// cut the wind-up short, and the producer exits 1 on its own, naming the
+// records left unanswered. The producer here has no cluster at all (port
+// 1 refuses), so its records stay unanswered.
+func TestSignalsDuringTheDrain(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		sig   syscall.Signal
+		drain string
+		ok    func(ee *exec.ExitError, stderr string) bool
+	}{
+		{"second-ctrl-c-kills", syscall.SIGINT, "1h", func(ee *exec.ExitError, _ string) bool {
+			return ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGINT
+		}},
+		{"repeated-sigterm-drains", syscall.SIGTERM, "2s", func(ee *exec.ExitError, stderr string) bool {
+			return ee.ExitCode() == 1 && strings.Contains(stderr, "records still unanswered 2s after")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd, stderr, exited := startProducerWithoutCluster(t, c.drain)
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, "the drain's note", func(context.Context) bool {
+				return strings.Contains(stderr.String(), "Ctrl-C again to quit")
+			})
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || !c.ok(ee, stderr.String()) {
+					t.Fatalf("exit %v after the second %v; stderr: %s", err, c.sig, stderr.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("still running 30 s after the second %v; stderr: %s", c.sig, stderr.String())
+			}
+		})
 	}
 }
 

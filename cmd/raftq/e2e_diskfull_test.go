@@ -220,14 +220,9 @@ func TestSweepLeakedTmpfs(t *testing.T) {
 }
 
 func isMountPoint(t *testing.T, dir string) bool {
-	table, err := mounts.Table()
+	ok, err := mounts.Mounted(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range table {
-		if m.Point == dir {
-			return true
-		}
-	}
-	return false
+	return ok
 }

@@ -3,5 +3,6 @@
 // cmd/raftq's tmpfs mounts) can find what a killed run left behind.
 //
 //	Table() ([]Mount, error)       every mount, paths unescaped
+//	Mounted(point) (bool, error)   whether anything is mounted there
 //	Parse(line) (Mount, bool)      one mountinfo line
 package mounts

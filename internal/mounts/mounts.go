@@ -33,6 +33,20 @@ func Table() ([]Mount, error) {
 	return out, sc.Err()
 }
 
+// Mounted reports whether something is mounted on point.
+func Mounted(point string) (bool, error) {
+	table, err := Table()
+	if err != nil {
+		return false, err
+	}
+	for _, m := range table {
+		if m.Point == point {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Parse reads one /proc/self/mountinfo line:
 // "36 35 98:0 / /mnt rw,noatime master:1 - fuse.lazyfs raftq-lazyfs-42 rw,...".
 // The optional fields before " - " vary in number; the mount point is the
