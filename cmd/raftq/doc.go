@@ -17,7 +17,7 @@
 // for the answers to what they sent, saying so if that takes more than a
 // second. Records still unanswered then are counted and reported, and the
 // exit status is 1: without that bound, a client whose cluster had gone
-// would retry them for ever. produce reading stdin stops at the next line.
+// would retry them for ever.
 // A second Ctrl-C kills the command at once (raftq dev then leaves its
 // temporary data directory behind, and raftq jepsen run its report
 // unwritten); a repeated SIGTERM changes nothing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -164,4 +165,48 @@ func startProducerWithoutCluster(t *testing.T, drain string) (*exec.Cmd, *locked
 		return strings.Contains(stderr.String(), "records")
 	})
 	return cmd, stderr, exited
+}
+
+// Ctrl-C ends a producer reading lines while it waits for the next one
+// (a terminal's read never returns by itself): it drains what it sent and
+// exits. The input here is a pipe nobody closes, and no cluster answers:
+// the one line, if it was sent before the interrupt, stays unanswered
+// (exit 1), else nothing was sent (exit 0).
+func TestDrain_InterruptEndsWaitForInput(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	reads := make(chan struct{}, 16)
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	e := &env{stdin: readHook{pr, reads}, stdout: stdout, stderr: stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, e, []string{"produce", "--brokers", "127.0.0.1:1", "--drain-timeout", "1s", "nowhere"})
+	}()
+	<-reads
+	if _, err := io.WriteString(pw, "one\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-reads // the producer took the line and waits for the next
+	cancel()
+	select {
+	case got := <-code:
+		sent := got == 1 && strings.Contains(stderr.String(), "1 records still unanswered")
+		if !sent && !(got == 0 && strings.Contains(stderr.String(), "produced 0 records")) {
+			t.Errorf("exit %d, stderr %q; want 1 with the record unanswered, or 0 with none sent", got, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("still waiting for input 30 s after Ctrl-C")
+	}
+}
+
+// readHook tells reads each time a Read begins.
+type readHook struct {
+	r     io.Reader
+	reads chan<- struct{}
+}
+
+func (h readHook) Read(p []byte) (int, error) {
+	h.reads <- struct{}{}
+	return h.r.Read(p)
 }

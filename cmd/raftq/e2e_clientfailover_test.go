@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,6 +90,9 @@ func TestE2E_SaramaLeaderKill(t *testing.T) {
 	acks := make(chan string, count)
 	done := make(chan error, 1)
 	killed := make(chan struct{})
+	var resumed sync.Once
+	resume := func() { resumed.Do(func() { close(killed) }) }
+	t.Cleanup(resume) // a test that fails before the kill lets the sender go
 	go func() {
 		defer close(acks)
 		for i := 0; i < count; i += 5 {
@@ -107,7 +111,7 @@ func TestE2E_SaramaLeaderKill(t *testing.T) {
 		}
 		done <- nil
 	}()
-	got := killLeaderUnderClient(ctx, t, c, topic, acks, func() { close(killed) }, func() error {
+	got := killLeaderUnderClient(ctx, t, c, topic, acks, resume, func() error {
 		err := <-done
 		done <- err // wait may be asked twice
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,29 +99,41 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 // Ctrl-C ends, and fails on the first error.
 func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, drain time.Duration) error {
 	w := newSendWindow(ctx, drain)
-	sc := bufio.NewScanner(e.stdin)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var n, left atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
-	for ctx.Err() == nil && sc.Scan() {
-		v := append([]byte(nil), sc.Bytes()...)
-		w.produce(cl, mk(v), func(err error) {
-			switch {
-			case err == nil:
-				n.Add(1)
-			case unanswered(err):
-				left.Add(1)
-			default:
-				mu.Lock()
-				firstErr = cmpErr(firstErr, err)
-				mu.Unlock()
+	in := readLines(e.stdin)
+	var scanErr error
+read:
+	for {
+		select {
+		case <-ctx.Done():
+			break read
+		case l, ok := <-in:
+			if !ok {
+				break read
 			}
-		})
+			if l.err != nil {
+				scanErr = l.err
+				break read
+			}
+			w.produce(cl, mk(l.b), func(err error) {
+				switch {
+				case err == nil:
+					n.Add(1)
+				case unanswered(err):
+					left.Add(1)
+				default:
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+				}
+			})
+		}
 	}
 	w.close(cl, drainNote(e))
-	if err := sc.Err(); err != nil {
-		return err
+	if scanErr != nil {
+		return scanErr
 	}
 	fmt.Fprintf(e.stderr, "produced %d records\n", n.Load())
 	if left.Load() > 0 {
@@ -129,6 +142,31 @@ func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *
 	mu.Lock()
 	defer mu.Unlock()
 	return firstErr
+}
+
+// line is one line of input, or the error that ended the input.
+type line struct {
+	b   []byte
+	err error
+}
+
+// readLines reads r line by line on a goroutine of its own, so that
+// Ctrl-C ends a producer waiting on a terminal at once: the goroutine,
+// blocked in the read, ends with the process.
+func readLines(r io.Reader) <-chan line {
+	out := make(chan line, 64)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			out <- line{b: append([]byte(nil), sc.Bytes()...)}
+		}
+		if err := sc.Err(); err != nil {
+			out <- line{err: err}
+		}
+	}()
+	return out
 }
 
 // drainNote tells the user, once, what a command that stopped sending
