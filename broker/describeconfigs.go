@@ -72,6 +72,9 @@ func (n *Node) brokerConfigEntries() []kmsg.DescribeConfigsResponseResourceConfi
 		{"num.partitions", strconv.Itoa(int(n.cfg.DefaultPartitions))},
 		{"default.replication.factor", strconv.Itoa(int(n.cfg.DefaultReplicationFactor))},
 		{"raftq.fsync", n.cfg.Fsync.String()},
+		{"raftq.wal", walLayout(n.cfg.SharedWAL)},
+		{"raftq.async.writes", strconv.FormatBool(n.cfg.AsyncStorageWrites)},
+		{"raftq.wal.segment.bytes", strconv.FormatInt(n.cfg.WALSegmentBytes, 10)},
 	}
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, kv := range vals {

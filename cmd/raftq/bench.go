@@ -44,6 +44,9 @@ type benchResult struct {
 	RequestP50ms float64 `json:"request_p50_ms"`
 	RequestP99ms float64 `json:"request_p99_ms"`
 	RequestMaxMs float64 `json:"request_max_ms"`
+	// Setup is what the run was against (benchSetup): brokers, their
+	// raftq settings, the topic's partitions, replication factor and mode.
+	Setup map[string]string `json:"setup,omitempty"`
 	// Intervals, with --interval, splits the run by send time, so that a
 	// stall (a leader change, a slow disk) shows when it happened.
 	Intervals []benchInterval `json:"intervals,omitempty"`
@@ -117,10 +120,15 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	b.drain = pf.drain
+	setup, err := benchSetup(ctx, cf, b.topic)
+	if err != nil { // the figures still stand; they only lack their setup
+		fmt.Fprintf(e.stderr, "raftq bench: %v; the result will not name its setup\n", err)
+	}
 	res, err := bench(ctx, e, cf, append(opts, codec), b)
 	if err != nil {
 		return err
 	}
+	res.Setup = setup
 	res.Acks, res.Compression = pf.acks, b.compress
 	if err := printBench(e, res, b.jsonOut); err != nil {
 		return err
@@ -359,6 +367,9 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	}
 	if r.Requests > 0 {
 		fmt.Fprintf(e.stdout, "%d produce requests: round trip p50 %.2f ms  p99 %.2f ms  max %.2f ms\n", r.Requests, r.RequestP50ms, r.RequestP99ms, r.RequestMaxMs)
+	}
+	if len(r.Setup) > 0 {
+		fmt.Fprintf(e.stdout, "setup: %s\n", setupLine(r.Setup))
 	}
 	if r.WarmupS > 0 {
 		fmt.Fprintf(e.stdout, "after a %.1fs warm-up (%d records, not counted above)\n", r.WarmupS, r.WarmupRecords)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/time/rate"
@@ -157,5 +159,31 @@ func TestRoundTrips_OnBrokerE2E(t *testing.T) {
 	r.fill(&res)
 	if res.Requests != 1 || res.RequestP50ms != 3 || res.RequestMaxMs != 3 {
 		t.Errorf("%d requests, p50 %v ms, max %v ms; want the one answered Produce request of 3 ms", res.Requests, res.RequestP50ms, res.RequestMaxMs)
+	}
+}
+
+// The brokers' raftq settings come out as one value when they agree and
+// as "mixed" with each value when they do not; other configs stay out,
+// and the line lists them in key order.
+func TestBenchSetup_RaftqSettings(t *testing.T) {
+	broker := func(name string, kv ...string) kadm.ResourceConfig {
+		rc := kadm.ResourceConfig{Name: name}
+		for i := 0; i < len(kv); i += 2 {
+			v := kv[i+1]
+			rc.Configs = append(rc.Configs, kadm.Config{Key: kv[i], Value: &v})
+		}
+		return rc
+	}
+	got := raftqSettings(kadm.ResourceConfigs{
+		broker("1", "raftq.fsync", "always", "raftq.wal", "shared", "broker.id", "1"),
+		broker("2", "raftq.fsync", "always", "raftq.wal", "group", "broker.id", "2"),
+		broker("3", "raftq.fsync", "always", "raftq.wal", "shared", "broker.id", "3"),
+	})
+	want := map[string]string{"raftq.fsync": "always", "raftq.wal": "mixed: group,shared"}
+	if !maps.Equal(got, want) {
+		t.Errorf("raftqSettings = %v, want %v", got, want)
+	}
+	if line := setupLine(map[string]string{"brokers": "3", "raftq.wal": "shared", "topic.partitions": "6"}); line != "brokers=3 raftq.wal=shared topic.partitions=6" {
+		t.Errorf("setupLine = %q", line)
 	}
 }

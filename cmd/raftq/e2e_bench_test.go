@@ -33,6 +33,13 @@ func TestE2E_Bench(t *testing.T) {
 		t.Errorf("bench: %d requests, round trip p50 %v ms max %v ms, record max %v ms; want 1-%d requests, each no slower than the slowest record",
 			res.Requests, res.RequestP50ms, res.RequestMaxMs, res.MaxMs, records)
 	}
+	wantSetup := map[string]string{"brokers": "3", "raftq.fsync": "always", "raftq.wal": "shared", "raftq.async.writes": "false",
+		"topic.partitions": "3", "topic.replication.factor": "3", "topic.replication.mode": "raft"}
+	for k, v := range wantSetup {
+		if res.Setup[k] != v {
+			t.Errorf("bench setup %s = %q, want %q (setup %v)", k, res.Setup[k], v, res.Setup)
+		}
+	}
 	acked := 0
 	for _, iv := range res.Intervals {
 		acked += iv.Acked
