@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -20,6 +21,8 @@ import (
 // would not) is left out. It is asked before the run, so it costs the run
 // nothing.
 func benchSetup(ctx context.Context, cf *clientFlags, topic string) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the run must not wait on it
+	defer cancel()
 	adm, done, err := cf.admin()
 	if err != nil {
 		return nil, err
