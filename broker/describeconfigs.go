@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -34,7 +35,18 @@ func (n *Node) serveDescribeConfigs(_ *kafka.Conn, req *kafka.Request) kafka.Pen
 			}
 			cfgs = topicConfigEntries(t, r.IncludeDocumentation)
 		case resourceBroker:
-			cfgs = n.brokerConfigEntries()
+			// As Kafka: a broker describes its own settings; the empty
+			// name asks for cluster-wide dynamic configs, of which raftq
+			// has none; another broker's id is a request misrouted.
+			switch rr.ResourceName {
+			case strconv.FormatUint(n.cfg.NodeID, 10):
+				cfgs = n.brokerConfigEntries()
+			case "":
+			default:
+				out.ErrorCode = kerr.InvalidRequest.Code
+				msg := fmt.Sprintf("broker %d describes its own configs, not broker %q's", n.cfg.NodeID, rr.ResourceName)
+				out.ErrorMessage = &msg
+			}
 		default:
 			out.ErrorCode = kerr.InvalidRequest.Code
 		}
@@ -74,7 +86,7 @@ func (n *Node) brokerConfigEntries() []kmsg.DescribeConfigsResponseResourceConfi
 		{"raftq.fsync", n.cfg.Fsync.String()},
 		{"raftq.wal", walLayout(n.cfg.SharedWAL)},
 		{"raftq.async.writes", strconv.FormatBool(n.cfg.AsyncStorageWrites)},
-		{"raftq.wal.segment.bytes", strconv.FormatInt(n.cfg.WALSegmentBytes, 10)},
+		{"raftq.wal.segment.bytes", strconv.FormatInt(processWAL.bytes, 10)}, // the size in effect (walsize.go)
 	}
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, kv := range vals {

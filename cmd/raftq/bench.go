@@ -121,8 +121,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	b.drain = pf.drain
 	setup, err := benchSetup(ctx, cf, b.topic)
-	if err != nil { // the figures still stand; they only lack their setup
-		fmt.Fprintf(e.stderr, "raftq bench: %v; the result will not name its setup\n", err)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil { // the figures still stand; only their setup is partial
+		fmt.Fprintf(e.stderr, "raftq bench: %v; the result names only part of its setup\n", err)
 	}
 	res, err := bench(ctx, e, cf, append(opts, codec), b)
 	if err != nil {
@@ -181,10 +184,10 @@ func bench(ctx context.Context, e *env, cf *clientFlags, opts []kgo.Opt, b *benc
 			wg.Wait()
 			return benchResult{}, err
 		}
-		w := newSendWindow(runCtx, b.drain)
+		w := newSendWindow(runCtx, b.drain, cl, note)
 		wg.Go(func() {
-			produceBench(runCtx, cl, w, b, lim, &sent, lat)
-			w.close(cl, note)
+			produceBench(runCtx, w, b, lim, &sent, lat)
+			w.close()
 		})
 	}
 	wg.Wait()
@@ -194,7 +197,7 @@ func bench(ctx context.Context, e *env, cf *clientFlags, opts []kgo.Opt, b *benc
 	return res, nil
 }
 
-func produceBench(ctx context.Context, cl *kgo.Client, w *sendWindow, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) {
+func produceBench(ctx context.Context, w *sendWindow, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) {
 	values := newValuePool(b.size)
 	step := limiterStep(lim)
 	for ctx.Err() == nil {
@@ -206,7 +209,7 @@ func produceBench(ctx context.Context, cl *kgo.Client, w *sendWindow, b *benchFl
 				return
 			}
 			began := time.Now()
-			w.produce(cl, &kgo.Record{Value: values.next()}, func(err error) {
+			w.produce(&kgo.Record{Value: values.next()}, func(err error) {
 				lat.record(began, err)
 			})
 		}

@@ -163,8 +163,9 @@ func TestRoundTrips_OnBrokerE2E(t *testing.T) {
 }
 
 // The brokers' raftq settings come out as one value when they agree and
-// as "mixed" with each value when they do not; other configs stay out,
-// and the line lists them in key order.
+// as "mixed" with each value when they do not ("?" where a broker did not
+// report the key); a broker that did not answer and other configs stay
+// out, and the line lists them in key order.
 func TestBenchSetup_RaftqSettings(t *testing.T) {
 	broker := func(name string, kv ...string) kadm.ResourceConfig {
 		rc := kadm.ResourceConfig{Name: name}
@@ -174,12 +175,15 @@ func TestBenchSetup_RaftqSettings(t *testing.T) {
 		}
 		return rc
 	}
+	down := broker("4", "raftq.fsync", "never")
+	down.Err = errors.New("no answer")
 	got := raftqSettings(kadm.ResourceConfigs{
-		broker("1", "raftq.fsync", "always", "raftq.wal", "shared", "broker.id", "1"),
+		broker("1", "raftq.fsync", "always", "raftq.wal", "shared", "broker.id", "1", "raftq.async.writes", "false"),
 		broker("2", "raftq.fsync", "always", "raftq.wal", "group", "broker.id", "2"),
 		broker("3", "raftq.fsync", "always", "raftq.wal", "shared", "broker.id", "3"),
+		down,
 	})
-	want := map[string]string{"raftq.fsync": "always", "raftq.wal": "mixed: group,shared"}
+	want := map[string]string{"raftq.fsync": "always", "raftq.wal": "mixed: group,shared", "raftq.async.writes": "mixed: ?,false"}
 	if !maps.Equal(got, want) {
 		t.Errorf("raftqSettings = %v, want %v", got, want)
 	}

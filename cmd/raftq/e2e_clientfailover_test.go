@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,15 +89,18 @@ func TestE2E_SaramaLeaderKill(t *testing.T) {
 	vals := seq("sarama", count)
 	acks := make(chan string, count)
 	done := make(chan error, 1)
-	killed := make(chan struct{})
-	var resumed sync.Once
-	resume := func() { resumed.Do(func() { close(killed) }) }
-	t.Cleanup(resume) // a test that fails before the kill lets the sender go
+	killed, stop := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // a test that fails before the kill ends the sender
 	go func() {
 		defer close(acks)
 		for i := 0; i < count; i += 5 {
 			if i == 5*100 {
-				<-killed
+				select {
+				case <-killed:
+				case <-stop:
+					done <- errors.New("the test ended before the kill")
+					return
+				}
 			}
 			msgs := make([]*sarama.ProducerMessage, 5)
 			for j := range msgs {
@@ -111,7 +114,7 @@ func TestE2E_SaramaLeaderKill(t *testing.T) {
 		}
 		done <- nil
 	}()
-	got := killLeaderUnderClient(ctx, t, c, topic, acks, resume, func() error {
+	got := killLeaderUnderClient(ctx, t, c, topic, acks, func() { close(killed) }, func() error {
 		err := <-done
 		done <- err // wait may be asked twice
 		return err

@@ -98,14 +98,14 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 // produceLines sends each stdin line as a record, until the input or
 // Ctrl-C ends, and fails on the first error.
 func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, drain time.Duration) error {
-	w := newSendWindow(ctx, drain)
+	w := newSendWindow(ctx, drain, cl, drainNote(e))
 	var n, left atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
 	in := readLines(e.stdin)
 	var scanErr error
 read:
-	for {
+	for ctx.Err() == nil { // select picks at random when a line is ready too
 		select {
 		case <-ctx.Done():
 			break read
@@ -117,7 +117,7 @@ read:
 				scanErr = l.err
 				break read
 			}
-			w.produce(cl, mk(l.b), func(err error) {
+			w.produce(mk(l.b), func(err error) {
 				switch {
 				case err == nil:
 					n.Add(1)
@@ -131,7 +131,7 @@ read:
 			})
 		}
 	}
-	w.close(cl, drainNote(e))
+	w.close()
 	if scanErr != nil {
 		return scanErr
 	}
@@ -154,7 +154,7 @@ type line struct {
 // Ctrl-C ends a producer waiting on a terminal at once: the goroutine,
 // blocked in the read, ends with the process.
 func readLines(r io.Reader) <-chan line {
-	out := make(chan line, 64)
+	out := make(chan line) // no read-ahead: a line may be 16 MiB
 	go func() {
 		defer close(out)
 		sc := bufio.NewScanner(r)
@@ -171,11 +171,11 @@ func readLines(r io.Reader) <-chan line {
 
 // drainNote tells the user, once, what a command that stopped sending
 // still waits for.
-func drainNote(e *env) func(int64, time.Duration) {
+func drainNote(e *env) func(left time.Duration) {
 	var once sync.Once
-	return func(n int64, d time.Duration) {
+	return func(left time.Duration) {
 		once.Do(func() {
-			fmt.Fprintf(e.stderr, "\nwaiting up to %s for the answers to %d records (--drain-timeout; Ctrl-C again to quit)\n", d, n)
+			fmt.Fprintf(e.stderr, "\nwaiting up to %s more for the answers still outstanding (--drain-timeout; Ctrl-C again to quit)\n", left.Round(time.Second))
 		})
 	}
 }
@@ -212,7 +212,7 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 		defer cancel()
 	}
 	lim := rate.NewLimiter(rate.Limit(l.perSec), max(1, int(l.perSec/100)))
-	w := newSendWindow(sendCtx, l.drain)
+	w := newSendWindow(sendCtx, l.drain, cl, drainNote(e))
 	var ok, failed, left atomic.Int64
 	value := make([]byte, l.size)
 	done := make(chan struct{})
@@ -221,7 +221,7 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 		if lim.Wait(sendCtx) != nil {
 			break
 		}
-		w.produce(cl, mk(value), func(err error) {
+		w.produce(mk(value), func(err error) {
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -232,7 +232,7 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 			}
 		})
 	}
-	w.close(cl, drainNote(e))
+	w.close()
 	close(done)
 	fmt.Fprintf(e.stderr, "\nproduced %d records, %d failed\n", ok.Load(), failed.Load())
 	if left.Load() > 0 {

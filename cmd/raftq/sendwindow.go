@@ -23,13 +23,18 @@ type sendWindow struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	drain   time.Duration
+	cl      *kgo.Client
+	waiting func(left time.Duration) // the note, a second into the drain
 	ended   sync.Once
 	unwatch func() bool
 	pending sync.WaitGroup
 }
 
-func newSendWindow(sending context.Context, drain time.Duration) *sendWindow {
-	w := &sendWindow{drain: drain}
+// newSendWindow opens a window for cl's records that closes drain after
+// sending ends; if answers are still outstanding a second after that,
+// waiting is told how long the drain has left.
+func newSendWindow(sending context.Context, drain time.Duration, cl *kgo.Client, waiting func(left time.Duration)) *sendWindow {
+	w := &sendWindow{drain: drain, cl: cl, waiting: waiting}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.unwatch = context.AfterFunc(sending, w.sendingEnded)
 	return w
@@ -37,32 +42,34 @@ func newSendWindow(sending context.Context, drain time.Duration) *sendWindow {
 
 // sendingEnded starts the drain: it closes the window drain from now.
 func (w *sendWindow) sendingEnded() {
-	w.ended.Do(func() { time.AfterFunc(w.drain, w.cancel) })
+	w.ended.Do(func() {
+		deadline := time.Now().Add(w.drain)
+		time.AfterFunc(w.drain, w.cancel)
+		time.AfterFunc(time.Second, func() {
+			if w.ctx.Err() == nil && w.cl.BufferedProduceRecords() > 0 {
+				w.waiting(time.Until(deadline))
+			}
+		})
+	})
 }
 
 // produce sends r; answered runs once with its outcome.
-func (w *sendWindow) produce(cl *kgo.Client, r *kgo.Record, answered func(error)) {
+func (w *sendWindow) produce(r *kgo.Record, answered func(error)) {
 	w.pending.Add(1)
-	cl.Produce(w.ctx, r, func(_ *kgo.Record, err error) {
+	w.cl.Produce(w.ctx, r, func(_ *kgo.Record, err error) {
 		answered(err)
 		w.pending.Done()
 	})
 }
 
 // close ends the sending and waits for the answers until the window
-// closes, calling waiting with the number still outstanding if they take
-// more than a second; then it closes cl and returns once every record's
+// closes; then it closes the client and returns once every record's
 // outcome has been reported.
-func (w *sendWindow) close(cl *kgo.Client, waiting func(n int64, d time.Duration)) {
+func (w *sendWindow) close() {
 	w.unwatch()
 	w.sendingEnded()
-	soon, cancel := context.WithTimeout(w.ctx, time.Second)
-	if cl.Flush(soon) != nil && w.ctx.Err() == nil {
-		waiting(cl.BufferedProduceRecords(), w.drain)
-		_ = cl.Flush(w.ctx)
-	}
-	cancel()
-	cl.Close()
+	_ = w.cl.Flush(w.ctx)
+	w.cl.Close()
 	w.pending.Wait()
 	w.cancel()
 }
