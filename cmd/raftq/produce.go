@@ -99,7 +99,7 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 // Ctrl-C ends, and fails on the first error.
 func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, drain time.Duration) error {
 	w := newSendWindow(ctx, drain, cl, drainNote(e))
-	var n, left atomic.Int64
+	var t tally
 	var firstErr error
 	var mu sync.Mutex
 	in := readLines(e.stdin)
@@ -118,14 +118,9 @@ read:
 				break read
 			}
 			w.produce(mk(l.b), func(err error) {
-				switch {
-				case err == nil:
-					n.Add(1)
-				case unanswered(err):
-					left.Add(1)
-				default:
+				if failed := t.count(err); failed != nil {
 					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
+					firstErr = cmpErr(firstErr, failed)
 					mu.Unlock()
 				}
 			})
@@ -135,13 +130,31 @@ read:
 	if scanErr != nil {
 		return scanErr
 	}
-	fmt.Fprintf(e.stderr, "produced %d records\n", n.Load())
-	if left.Load() > 0 {
-		return unansweredError(left.Load(), drain)
+	fmt.Fprintf(e.stderr, "produced %d records\n", t.ok.Load())
+	if n := t.unanswered.Load(); n > 0 {
+		return unansweredError(n, drain)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	return firstErr
+}
+
+// tally counts a producer's records by how they ended.
+type tally struct{ ok, failed, unanswered atomic.Int64 }
+
+// count notes one record's outcome and returns err if the record failed
+// (was answered with an error).
+func (t *tally) count(err error) error {
+	switch {
+	case err == nil:
+		t.ok.Add(1)
+	case unanswered(err):
+		t.unanswered.Add(1)
+	default:
+		t.failed.Add(1)
+		return err
+	}
+	return nil
 }
 
 // line is one line of input, or the error that ended the input.
@@ -213,30 +226,21 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 	}
 	lim := rate.NewLimiter(rate.Limit(l.perSec), max(1, int(l.perSec/100)))
 	w := newSendWindow(sendCtx, l.drain, cl, drainNote(e))
-	var ok, failed, left atomic.Int64
+	var t tally
 	value := make([]byte, l.size)
 	done := make(chan struct{})
-	go progress(e, &ok, &failed, l.size, done)
+	go progress(e, &t.ok, &t.failed, l.size, done)
 	for i := int64(0); l.count == 0 || i < l.count; i++ {
 		if lim.Wait(sendCtx) != nil {
 			break
 		}
-		w.produce(mk(value), func(err error) {
-			switch {
-			case err == nil:
-				ok.Add(1)
-			case unanswered(err):
-				left.Add(1)
-			default:
-				failed.Add(1)
-			}
-		})
+		w.produce(mk(value), func(err error) { t.count(err) })
 	}
 	w.close()
 	close(done)
-	fmt.Fprintf(e.stderr, "\nproduced %d records, %d failed\n", ok.Load(), failed.Load())
-	if left.Load() > 0 {
-		return unansweredError(left.Load(), l.drain)
+	fmt.Fprintf(e.stderr, "\nproduced %d records, %d failed\n", t.ok.Load(), t.failed.Load())
+	if n := t.unanswered.Load(); n > 0 {
+		return unansweredError(n, l.drain)
 	}
 	return nil
 }
