@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -42,12 +41,12 @@ func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster) {
 		vals := seq(fmt.Sprintf("kafkajs-p%d", p), perPart)
 		want[p] = vals
 		out := runKafkajs(t, node, env, "produce", brokers, "kafkajs", fmt.Sprint(p), fmt.Sprintf("kafkajs-p%d", p), fmt.Sprint(perPart))
-		var want []string
+		var bases []string
 		for off := 0; off < perPart; off += 10 {
-			want = append(want, fmt.Sprintf("%d %d", p, off))
+			bases = append(bases, fmt.Sprintf("%d %d", p, off))
 		}
-		if got := lines(out); !slices.Equal(got, want) {
-			t.Errorf("kafkajs produce to %d: base offsets %q, want %q", p, got, want)
+		if got := lines(out); !slices.Equal(got, bases) {
+			t.Errorf("kafkajs produce to %d: base offsets %q, want %q", p, got, bases)
 		}
 		got, _ := readPartition(t, c, "kafkajs", p)
 		checkLog(t, fmt.Sprintf("kafkajs-%d", p), got, vals, allAcked(vals))
@@ -92,23 +91,24 @@ func kafkajsEnv(t *testing.T) (node string, env []string) {
 	return node, append(env, "NODE_PATH="+dir)
 }
 
-// runKafkajs runs testdata/kafkajs/client.js and returns its output,
-// trimmed; any failure ends the test.
+// runKafkajs runs testdata/kafkajs/client.js to its end and returns its
+// output, trimmed; any failure ends the test.
 func runKafkajs(t *testing.T, node string, env []string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("testdata", "kafkajs", "client.js")}, args...)...)
-	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kafkajs %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	p := startKafkajs(ctx, t, node, env, args...)
+	var out []string
+	for l := range p.lines {
+		out = append(out, l)
 	}
-	if stderr.Len() > 0 {
-		t.Logf("kafkajs %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
+	if err := p.wait(); err != nil {
+		t.Fatal(err)
 	}
-	return strings.TrimSpace(stdout.String())
+	if p.stderr.String() != "" {
+		t.Logf("kafkajs %s: stderr:\n%s", strings.Join(args, " "), p.stderr.String())
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
 // TestE2E_KafkajsLeaderKill kills -9 the leader of a partition while a
