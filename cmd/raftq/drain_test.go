@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -36,31 +35,18 @@ func TestDrain_ClusterGoneEndsTheRun(t *testing.T) {
 		{"produce-buffer-full", []string{"produce", "--rate", "200000", "--duration", "2s", "--drain-timeout", "1s", "drain"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drain"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fake.Close()
-			produced := make(chan struct{})
-			var once sync.Once
-			fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-				fake.KeepControl()
-				once.Do(func() { close(produced) })
-				return nil, nil, false // kfake answers it as usual
-			})
-			stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
-			e := &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
-			args := append([]string{c.args[0], "--brokers", strings.Join(fake.ListenAddrs(), ",")}, c.args[1:]...)
+			brokers, gone := fakeThatDies(t, 1)
+			e, stdout, stderr := bufferedEnv(strings.NewReader(""))
+			args := append([]string{c.args[0], "--brokers", brokers}, c.args[1:]...)
 			code := make(chan int, 1)
 			go func() { code <- run(context.Background(), e, args) }()
 			select {
-			case <-produced:
+			case <-gone:
 			case got := <-code:
 				t.Fatalf("exit %d before any Produce request; stderr: %s", got, stderr.String())
 			case <-time.After(30 * time.Second):
 				t.Fatalf("no Produce request in 30 s; stderr: %s", stderr.String())
 			}
-			fake.Close()
 			select {
 			case got := <-code:
 				if got != 1 || !strings.Contains(stderr.String(), "records still unanswered 1s after the last was sent") || !strings.Contains(stdout.String(), c.wantOut) {
@@ -76,22 +62,9 @@ func TestDrain_ClusterGoneEndsTheRun(t *testing.T) {
 // With --json, every record a bench sent after its warm-up is counted
 // once: acknowledged, failed or unanswered.
 func TestDrain_BenchCountsEachRecordOnce(t *testing.T) {
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drain"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	var produced atomic.Int64
-	fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		fake.KeepControl()
-		if produced.Add(1) == 20 {
-			go fake.Close() // from here on nothing is answered
-		}
-		return nil, nil, false
-	})
-	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
-	e := &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}
-	code := run(context.Background(), e, []string{"bench", "--brokers", strings.Join(fake.ListenAddrs(), ","),
+	brokers, _ := fakeThatDies(t, 20)
+	e, stdout, stderr := bufferedEnv(strings.NewReader(""))
+	code := run(context.Background(), e, []string{"bench", "--brokers", brokers,
 		"--topic", "drain", "--replication-factor", "1", "--records", "30000", "--rate", "30000", "--drain-timeout", "1s", "--json"})
 	var res benchResult
 	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil || code != 1 {
@@ -147,6 +120,37 @@ func TestSignalsDuringTheDrain(t *testing.T) {
 	}
 }
 
+// fakeThatDies starts a one-broker kfake cluster with the topic "drain"
+// and closes it as its n-th Produce request arrives (kfake answers that
+// one as usual); gone is closed then. It returns the bootstrap address.
+func fakeThatDies(t *testing.T, n int64) (brokers string, gone <-chan struct{}) {
+	t.Helper()
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	dead := make(chan struct{})
+	var produced atomic.Int64
+	fake.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		if produced.Add(1) == n {
+			go func() { // not from kfake's own loop, which Close waits for
+				fake.Close()
+				close(dead)
+			}()
+		}
+		return nil, nil, false
+	})
+	return strings.Join(fake.ListenAddrs(), ","), dead
+}
+
+// bufferedEnv is an env reading stdin and writing to buffers.
+func bufferedEnv(stdin io.Reader) (e *env, stdout, stderr *lockedBuffer) {
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	return &env{stdin: stdin, stdout: stdout, stderr: stderr}, stdout, stderr
+}
+
 // startProducerWithoutCluster starts raftq produce at 100 records/s
 // against a port that refuses, and returns once its first progress line
 // shows it sending.
@@ -175,8 +179,7 @@ func TestDrain_InterruptEndsWaitForInput(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	reads := make(chan struct{}, 16)
-	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
-	e := &env{stdin: readHook{pr, reads}, stdout: stdout, stderr: stderr}
+	e, _, stderr := bufferedEnv(readHook{pr, reads})
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() {
