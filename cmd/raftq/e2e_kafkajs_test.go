@@ -43,7 +43,7 @@ func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster) {
 		out := runKafkajs(t, node, env, "produce", brokers, "kafkajs", fmt.Sprint(p), fmt.Sprintf("kafkajs-p%d", p), fmt.Sprint(perPart))
 		var bases []string
 		for off := 0; off < perPart; off += 10 {
-			bases = append(bases, fmt.Sprintf("%d %d", p, off))
+			bases = append(bases, fmt.Sprintf("ack %d %d", off, off))
 		}
 		if got := lines(out); !slices.Equal(got, bases) {
 			t.Errorf("kafkajs produce to %d: base offsets %q, want %q", p, got, bases)

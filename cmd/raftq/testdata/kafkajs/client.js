@@ -6,13 +6,14 @@
 //   node client.js load    BROKERS TOPIC PARTITION PREFIX COUNT
 //
 // produce sends PREFIX-0 .. PREFIX-(COUNT-1) to one partition with an
-// idempotent producer (acks=all), ten records a request, and prints the
-// base offset of each request. consume reads as a member of GROUP from
-// the beginning, printing a "PARTITION OFFSET VALUE" line for each record
-// as it comes (a record delivered again after a rejoin prints again) and
-// committing it, until it has seen COUNT distinct records. load is produce five records a request, printing "ack
-// FIRST BASEOFFSET" after each, for a test that kills the leader
-// meanwhile. Every failure, or no result within two minutes, exits 1.
+// idempotent producer (acks=all), ten records a request, and prints "ack
+// FIRST BASEOFFSET" for each request. load does the same five records a
+// request and, after its 100th request, waits for a line on stdin, which
+// a test writes once it has killed the leader. consume reads as a member
+// of GROUP from the beginning, printing a "PARTITION OFFSET VALUE" line
+// for each record as it comes (a record delivered again after a rejoin
+// prints again) and committing it, until it has seen COUNT distinct
+// records. Every failure, or no result within two minutes, exits 1.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -37,15 +38,28 @@ async function create(topic, partitions, rf) {
 }
 
 async function produce(topic, partition, prefix, count) {
+  await send(topic, partition, prefix, Number(count), 10, 0);
+}
+
+async function load(topic, partition, prefix, count) {
+  await send(topic, partition, prefix, Number(count), 5, 100);
+}
+
+// send produces count records, per a request, and after holdAfter
+// requests (0: never) waits for a line on stdin.
+async function send(topic, partition, prefix, count, per, holdAfter) {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
-  for (let i = 0; i < Number(count); i += 10) {
+  for (let i = 0; i < count; i += per) {
     const messages = [];
-    for (let j = i; j < Math.min(i + 10, Number(count)); j++) {
+    for (let j = i; j < Math.min(i + per, count); j++) {
       messages.push({ partition: Number(partition), value: `${prefix}-${j}` });
     }
     const res = await producer.send({ topic, acks: -1, messages });
-    console.log(`${res[0].partition} ${res[0].baseOffset}`);
+    console.log(`ack ${i} ${res[0].baseOffset}`);
+    if (i / per + 1 === holdAfter) {
+      await new Promise((resolve) => process.stdin.once('data', resolve));
+    }
   }
   await producer.disconnect();
 }
@@ -70,23 +84,6 @@ async function consume(group, topic, count) {
     }).catch(reject);
   });
   await consumer.disconnect();
-}
-
-async function load(topic, partition, prefix, count) {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  for (let i = 0; i < Number(count); i += 5) {
-    const messages = [];
-    for (let j = i; j < i + 5; j++) {
-      messages.push({ partition: Number(partition), value: `${prefix}-${j}` });
-    }
-    const res = await producer.send({ topic, acks: -1, messages });
-    console.log(`ack ${i} ${res[0].baseOffset}`);
-    if (i === 5 * 99) {
-      await new Promise((resolve) => process.stdin.once('data', resolve));
-    }
-  }
-  await producer.disconnect();
 }
 
 const modes = { create, produce, consume, load };
