@@ -6,16 +6,21 @@ import (
 	"github.com/raftq/raftq/transport/kafka"
 )
 
-// serveDescribeCluster lists the brokers, the cluster id and the metadata
-// leader as controller.
+// serveDescribeCluster lists the live brokers (as Metadata does), the
+// cluster id and the metadata leader as controller. From v2 a client may
+// ask for the registered brokers that are not live too, marked fenced.
 func (n *Node) serveDescribeCluster(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.DescribeClusterRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = n.cfg.ClusterID
 	resp.ControllerID = n.controllerID()
-	for _, b := range n.brokerList(n.meta.View()) {
+	for _, b := range n.brokers(n.meta.View()) {
+		if b.fenced && !r.IncludeFencedBrokers {
+			continue
+		}
 		db := kmsg.NewDescribeClusterResponseBroker()
 		db.NodeID, db.Host, db.Port, db.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		db.IsFenced = b.fenced
 		resp.Brokers = append(resp.Brokers, db)
 	}
 	return kafka.Ready(resp)

@@ -26,6 +26,12 @@
 // election by a moment; clients retry on NOT_LEADER_OR_FOLLOWER, which
 // carries the new leader (KIP-951) where known.
 //
+// Brokers: the metadata leader marks a broker dead when it has not heard
+// from it for three election timeouts. Metadata and DescribeCluster then
+// leave it out, as Kafka lists only live brokers; its replicas still show
+// in the partitions, under offline replicas, and DescribeCluster v2 names
+// it as fenced when the client asks (IncludeFencedBrokers).
+//
 // # Goroutines
 //
 // Loops started by New: register (broker registration), reconcile (local

@@ -27,7 +27,7 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.CreatePartitions.Int16(), 3, n.serveCreatePartitions)
 	route(kmsg.DescribeConfigs.Int16(), 4, n.serveDescribeConfigs)
 	route(kmsg.IncrementalAlterConfigs.Int16(), 1, n.serveIncrementalAlterConfigs)
-	route(kmsg.DescribeCluster.Int16(), 1, n.serveDescribeCluster)
+	route(kmsg.DescribeCluster.Int16(), 2, n.serveDescribeCluster)
 	route(kmsg.DeleteRecords.Int16(), 2, n.serveDeleteRecords)
 	n.routeGroups(route)
 	n.apis = m.APIs()

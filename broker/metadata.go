@@ -71,8 +71,32 @@ func lookupTopic(st *coordinator.State, name *string, id [16]byte) *coordinator.
 	return nil
 }
 
+// brokerList is the brokers a client may connect to, as Kafka lists only
+// its live brokers: those the metadata marks alive, this node (it is
+// answering), and the metadata leader (which served as controller). A
+// broker that died is left out until it is back, so clients do not dial
+// it; its replicas still show in partitions, as offline.
 func (n *Node) brokerList(st *coordinator.State) []kmsg.MetadataResponseBroker {
 	var out []kmsg.MetadataResponseBroker
+	for _, b := range n.brokers(st) {
+		if !b.fenced {
+			out = append(out, b.MetadataResponseBroker)
+		}
+	}
+	return out
+}
+
+// listedBroker is a registered broker and whether a client should leave
+// it alone (Kafka's "fenced": registered but not live).
+type listedBroker struct {
+	kmsg.MetadataResponseBroker
+	fenced bool
+}
+
+// brokers returns every registered broker in id order.
+func (n *Node) brokers(st *coordinator.State) []listedBroker {
+	controller := n.controllerID()
+	var out []listedBroker
 	for _, id := range st.BrokerIDs() {
 		b := st.Brokers[id]
 		host, port := splitHostPort(b.KafkaAddr)
@@ -81,7 +105,8 @@ func (n *Node) brokerList(st *coordinator.State) []kmsg.MetadataResponseBroker {
 		if b.Rack != "" {
 			mb.Rack = &b.Rack
 		}
-		out = append(out, mb)
+		live := b.Alive || id == n.cfg.NodeID || int32(id) == controller
+		out = append(out, listedBroker{mb, !live})
 	}
 	return out
 }
