@@ -102,6 +102,9 @@ func (m *Metadata) Restore(snap *raftpb.Snapshot) error {
 		if err := json.Unmarshal(snap.GetData(), s); err != nil {
 			return fmt.Errorf("restore metadata snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
+		if err := s.check(); err != nil {
+			return fmt.Errorf("restore metadata snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
+		}
 	}
 	m.publish(s)
 	return nil
