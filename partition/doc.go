@@ -163,6 +163,13 @@
 //   - Recovery cuts the log at the first invalid batch even in an old
 //     segment (bit rot), as Kafka does; the owner must compare the
 //     recovered end with its own checkpoint and refill from raft.
+//   - A Replica reopens at its checkpoint (the last raft snapshot) and
+//     raft replays the entries after it. When the log start has moved past
+//     the checkpoint's end since (DeleteRecords or retention applied after
+//     the snapshot), the log restarts empty at that end and the replay
+//     rebuilds records and start alike; only the segment files below the
+//     start then differ from the other replicas'. Until 2026-12-01 such a
+//     replica refused to open (found by FuzzReplicaApply).
 //   - There is no lock file: one process must open a directory at a time.
 //
 // # Performance

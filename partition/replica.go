@@ -92,10 +92,22 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 }
 
 // rewind cuts l back to the checkpointed end, which the checkpoint's
-// synced log covers.
+// synced log covers. When the log start has moved past that end since
+// (DeleteRecords or retention applied after the checkpoint), the log
+// restarts empty at the end instead: raft replays what followed the
+// checkpoint, the move included, and rebuilds the same records and start.
+// Only the layout of segments below the start then differs from the
+// other replicas'.
 func (r *Replica) rewind(l *Log, cp replicaCheckpoint) error {
 	if end := l.EndOffset(); end < cp.Next {
 		return fmt.Errorf("%w: log ends at %d below checkpoint %d", ErrCorruptLog, end, cp.Next)
+	}
+	if l.StartOffset() > cp.Next {
+		r.logger.Info("log start moved past the checkpoint; restarting the log there for the replay",
+			"dir", r.cfg.Dir, "start", l.StartOffset(), "checkpoint", cp.Next)
+		if err := l.Reset(cp.Next); err != nil {
+			return err
+		}
 	}
 	if _, err := l.Truncate(cp.Next); err != nil {
 		return err

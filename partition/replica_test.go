@@ -56,11 +56,11 @@ func (h *replicaHarness) produce(term uint64, batch []byte) *ProduceResult {
 	return h.apply(term, ProduceEntry(batch)).(*ProduceResult)
 }
 
-func plainBatch(t *testing.T, values ...string) []byte {
+func plainBatch(t testing.TB, values ...string) []byte {
 	return idemBatch(t, -1, 0, 0, values...)
 }
 
-func idemBatch(t *testing.T, pid int64, epoch int16, seq int32, values ...string) []byte {
+func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, values ...string) []byte {
 	t.Helper()
 	var recs []testRecord
 	for _, v := range values {
@@ -161,6 +161,47 @@ func TestReplica_ReopenCutsBackToCheckpoint(t *testing.T) {
 	// The replay of entry 3 appends it again, at the same offset.
 	if r := h.produce(1, idemBatch(t, 3, 0, 1, "b")); r.Err != nil || r.Duplicate || r.Base != 1 {
 		t.Fatalf("replayed entry: %+v", r)
+	}
+}
+
+// A log start moved past the checkpoint (DeleteRecords or retention
+// applied since the last snapshot) does not keep the replica from
+// reopening: it restarts its log at the checkpoint, and the replay of the
+// entries after it, the move included, brings it back to the same state.
+func TestReplica_ReopenAfterStartPassedCheckpoint(t *testing.T) {
+	for _, snapshotFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshot=%v", snapshotFirst), func(t *testing.T) {
+			h := newReplicaHarness(t)
+			var log [][]byte
+			apply := func(data []byte) { log = append(log, data); h.apply(1, data) }
+			apply(nil)
+			apply(ProduceEntry(plainBatch(t, "a", "b")))
+			cpIndex := uint64(0) // no checkpoint yet
+			if snapshotFirst {
+				if _, err := h.r.Snapshot(); err != nil { // checkpoint at offset 2
+					t.Fatal(err)
+				}
+				cpIndex = h.r.Applied()
+			}
+			apply(ProduceEntry(plainBatch(t, "c", "d", "e")))
+			apply(AdvanceStartEntry(4))
+			want := replicaImage(t, h.r)
+			if err := h.r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			h.open()
+			if got := h.r.Applied(); got != cpIndex {
+				t.Fatalf("reopened at entry %d, want the checkpoint's %d", got, cpIndex)
+			}
+			for _, data := range log[cpIndex:] {
+				h.apply(1, data)
+			}
+			got := replicaImage(t, h.r)
+			if got.start != 4 || got.end != 5 || got.hw != 5 || !bytes.HasSuffix(want.log, got.log) || len(got.log) == 0 {
+				t.Fatalf("after the replay: start %d end %d hw %d, %d log bytes; want 4, 5, 5 and the last records as before (%d bytes)",
+					got.start, got.end, got.hw, len(got.log), len(want.log))
+			}
+		})
 	}
 }
 
