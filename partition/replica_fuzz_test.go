@@ -19,33 +19,47 @@ func fuzzEntries(terms []byte, entries ...[]byte) []byte {
 	return b
 }
 
-func unpackEntries(b []byte) (terms []uint64, entries [][]byte) {
+// fuzzOp is what the second replica does after an entry.
+type fuzzOp byte
+
+const (
+	opNone     fuzzOp = iota
+	opSnapshot        // checkpoint, as a raft snapshot does
+	opRestart         // close, reopen at the checkpoint, replay the rest
+)
+
+func unpackEntries(b []byte) (terms []uint64, ops []fuzzOp, entries [][]byte) {
 	for len(b) >= 3 {
 		n := min(int(b[1])<<8|int(b[2]), len(b)-3)
 		terms = append(terms, uint64(b[0]%4)+1)
+		ops = append(ops, fuzzOp(b[0]>>2%3))
 		entries = append(entries, b[3:3+n])
 		b = b[3+n:]
 	}
-	return terms, entries
+	return terms, ops, entries
 }
 
 // FuzzReplicaApply applies arbitrary committed entries to two replicas,
-// as two nodes of one raft group would. Neither may panic; they must agree
-// on each entry's outcome and end with the same log, high watermark and
-// producer state; and a replica reopened from its files must come back to
-// where it stopped.
+// as two nodes of one raft group would; the second also takes snapshots
+// and restarts, replaying from its checkpoint, where the input says.
+// Neither may panic; they must agree on each entry's outcome (replays
+// included) and end with the same records, start, high watermark and
+// epochs.
 func FuzzReplicaApply(f *testing.F) {
 	ok := plainBatch(f, "a", "b")
 	idem := idemBatch(f, 7, 0, 0, "x")
+	snap, restart := byte(opSnapshot)<<2, byte(opRestart)<<2
 	f.Add(fuzzEntries([]byte{1}, nil, ProduceEntry(ok), ProduceEntry(idem), ProduceEntry(idem), AdvanceStartEntry(1)))
-	f.Add(fuzzEntries([]byte{1, 2}, ProduceEntry(ok), AdvanceStartEntry(9), ProduceEntry(idemBatch(f, 7, 0, 5, "y"))))
+	f.Add(fuzzEntries([]byte{1, 2 | snap, 1 | restart}, ProduceEntry(ok), AdvanceStartEntry(9), ProduceEntry(idemBatch(f, 7, 0, 5, "y"))))
 	f.Add(fuzzEntries([]byte{3}, ProduceEntry(ok[:len(ok)-3]), []byte{kindAdvanceStart, 1}, []byte{9}))
+	f.Add(fuzzEntries([]byte{1, 1 | snap, 1, 1 | restart}, nil, ProduceEntry(ok), ProduceEntry(idem), AdvanceStartEntry(3)))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		terms, entries := unpackEntries(in)
+		terms, ops, entries := unpackEntries(in)
 		if len(entries) > 64 {
 			return
 		}
 		a, b := newReplicaHarness(t), newReplicaHarness(t)
+		var results []any
 		for i, data := range entries {
 			e := raftgroup.Entry{Index: uint64(i + 1), Term: terms[i], Data: data}
 			ra, errA := a.r.Apply(e)
@@ -54,21 +68,48 @@ func FuzzReplicaApply(f *testing.F) {
 				t.Fatalf("entry %d: replicas disagree: %v %+v / %v %+v", i+1, errA, ra, errB, rb)
 			}
 			if errA != nil {
+				entries = entries[:i]
 				break // a node stops at an entry it cannot apply
+			}
+			results = append(results, ra)
+			switch ops[i] {
+			case opSnapshot:
+				if _, err := b.r.Snapshot(); err != nil {
+					t.Fatalf("snapshot after entry %d: %v", i+1, err)
+				}
+			case opRestart:
+				restartAndReplay(t, b, terms, entries[:i+1], results)
 			}
 		}
 		want := replicaImage(t, a.r)
 		if got := replicaImage(t, b.r); !reflect.DeepEqual(got, want) {
 			t.Fatalf("replicas differ:\n%+v\n%+v", got, want)
 		}
-		if err := a.r.Close(); err != nil {
-			t.Fatal(err)
-		}
-		a.open()
-		if got := replicaImage(t, a.r); got.end > want.end || got.applied > want.applied || !bytes.HasPrefix(want.log, got.log) {
-			t.Fatalf("reopened past where it stopped: %+v, was %+v", got, want)
-		}
 	})
+}
+
+// restartAndReplay closes h's replica, reopens it at its checkpoint and
+// applies the entries after it again, as raft would replay them; each
+// must give the result it gave the first time, but for the log start it
+// reports: a log restarted at the checkpoint's end (its start had moved
+// past it) starts there until the replay moves it again, and nobody waits
+// for a replayed entry's result.
+func restartAndReplay(t *testing.T, h *replicaHarness, terms []uint64, entries [][]byte, results []any) {
+	t.Helper()
+	if err := h.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+	for i := h.r.Applied(); i < uint64(len(entries)); i++ {
+		res, err := h.r.Apply(raftgroup.Entry{Index: i + 1, Term: terms[i], Data: entries[i]})
+		pr, ok1 := res.(*ProduceResult)
+		if want, ok2 := results[i].(*ProduceResult); ok1 && ok2 && pr != nil && want != nil {
+			pr.LogStart = want.LogStart
+		}
+		if err != nil || !reflect.DeepEqual(res, results[i]) {
+			t.Fatalf("replay of entry %d after a restart: %v %+v, first time %+v", i+1, err, res, results[i])
+		}
+	}
 }
 
 // image is what two replicas of one log must share.
