@@ -131,44 +131,6 @@ func testLeaderFailover(t *testing.T, mod func(*Config)) {
 	}
 }
 
-// Records deleted since the partition's last snapshot do not keep its
-// replicas from restarting: every node comes back, and the log keeps its
-// new start and its records.
-func TestNode_RestartAfterDeleteRecords(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
-	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	createTopic(t, cl, "dr", 1, 3)
-	produceSync(t, cl, "dr", 0, "a", "b", "c", "d", "e")
-	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: "dr", Partition: 0, At: 3})
-	if drs, err := kadm.NewClient(cl).DeleteRecords(testCtx(t), offs); err != nil || drs.Error() != nil {
-		t.Fatalf("delete records: %v %v", err, drs.Error())
-	}
-	eventually(t, "every replica to move its log start", func() bool {
-		for _, n := range c.nodes {
-			if r := n.replicaFor("dr", 0); r == nil || r.sm.Log().StartOffset() != 3 {
-				return false
-			}
-		}
-		return true
-	})
-	for id := range c.cfgs {
-		c.stop(id)
-		c.start(id)
-	}
-	c.waitBrokers(3)
-	produceSync(t, cl, "dr", 0, "f")
-	eventually(t, "every restarted replica to hold offsets 3-5 from start 3", func() bool {
-		for _, n := range c.nodes {
-			r := n.replicaFor("dr", 0)
-			if r == nil || r.sm.Log().StartOffset() != 3 || r.sm.Log().HighWatermark() != 6 {
-				return false
-			}
-		}
-		return true
-	})
-}
-
 // segmentBytes concatenates a partition's .log files in order.
 func segmentBytes(t testing.TB, dir string) []byte {
 	t.Helper()

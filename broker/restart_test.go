@@ -1,0 +1,137 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Records deleted since the partition's last snapshot do not keep its
+// replicas from restarting: every node comes back, and the log keeps its
+// new start and its records.
+func TestNode_RestartAfterDeleteRecords(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "dr", 1, 3)
+	produceSync(t, cl, "dr", 0, "a", "b", "c", "d", "e")
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "dr", Partition: 0, At: 3})
+	if drs, err := kadm.NewClient(cl).DeleteRecords(testCtx(t), offs); err != nil || drs.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, drs.Error())
+	}
+	eventually(t, "every replica to move its log start", func() bool {
+		for _, n := range c.nodes {
+			if r := n.replicaFor("dr", 0); r == nil || r.sm.Log().StartOffset() != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	for id := range c.cfgs {
+		c.stop(id)
+		c.start(id)
+	}
+	c.waitBrokers(3)
+	produceSync(t, cl, "dr", 0, "f")
+	eventually(t, "every restarted replica to hold offsets 3-5 from start 3", func() bool {
+		for _, n := range c.nodes {
+			r := n.replicaFor("dr", 0)
+			if r == nil || r.sm.Log().StartOffset() != 3 || r.sm.Log().HighWatermark() != 6 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A cluster restarted after every kind of topic change comes back whole:
+// partitions added, a topic deleted and created again under its name, and
+// retention that moved a log start since the last snapshot. Every
+// partition then takes writes, and its replicas agree.
+func TestNode_RestartAfterAdminChanges(t *testing.T) {
+	walLayouts(t, func(t *testing.T, mod func(*Config)) {
+		c := newTestCluster(t, 3, func(cfg *Config) {
+			cfg.RetentionCheckInterval = 100 * time.Millisecond
+			if mod != nil {
+				mod(cfg)
+			}
+		})
+		cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		adm := kadm.NewClient(cl)
+		ctx := testCtx(t)
+		createTopic(t, cl, "keep", 2, 3)
+		produceSync(t, cl, "keep", 0, "a", "b")
+		if _, err := adm.CreatePartitions(ctx, 2, "keep"); err != nil {
+			t.Fatal(err)
+		}
+		createTopic(t, cl, "again", 1, 3)
+		produceSync(t, cl, "again", 0, "old1", "old2", "old3")
+		if _, err := adm.DeleteTopics(ctx, "again"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the deleted topic's replicas to go", func() bool {
+			for _, n := range c.nodes {
+				if n.replicaFor("again", 0) != nil {
+					return false
+				}
+			}
+			return true
+		})
+		createTopic(t, cl, "again", 1, 3)
+		// kgo fails a topic whose id changed under it (deleted and
+		// recreated) until it is purged: a new client for the new topic.
+		cl2 := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		produceSync(t, cl2, "again", 0, "new1")
+		res, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"segment.bytes": new("1024"), "retention.bytes": new("2048")}, "ret")
+		if err != nil || res.Err != nil {
+			t.Fatal(err, res.Err)
+		}
+		for i := range 40 {
+			produceSync(t, cl, "ret", 0, fmt.Sprintf("%0100d", i))
+		}
+		eventually(t, "retention to move the start", func() bool {
+			for _, n := range c.nodes {
+				if r := n.replicaFor("ret", 0); r == nil || r.sm.Log().StartOffset() == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		for id := range c.cfgs {
+			c.stop(id)
+			c.start(id)
+		}
+		c.waitBrokers(3)
+		for p := int32(0); p < 4; p++ {
+			produceSync(t, cl, "keep", p, "after")
+		}
+		produceSync(t, cl2, "again", 0, "new2")
+		produceSync(t, cl, "ret", 0, "after")
+		recs := consumeAll(t, c, "again", 0, 2)
+		if string(recs[0].Value) != "new1" || string(recs[1].Value) != "new2" {
+			t.Fatalf("again: %q %q", recs[0].Value, recs[1].Value)
+		}
+		eventually(t, "all replicas of every partition to agree", func() bool {
+			for _, tp := range []struct {
+				name string
+				p    int32
+			}{{"keep", 0}, {"keep", 3}, {"again", 0}, {"ret", 0}} {
+				var hw []int64
+				for _, n := range c.nodes {
+					r := n.replicaFor(tp.name, tp.p)
+					if r == nil {
+						return false
+					}
+					hw = append(hw, r.sm.Log().HighWatermark())
+				}
+				if hw[0] != hw[1] || hw[1] != hw[2] {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}
