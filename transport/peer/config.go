@@ -63,6 +63,11 @@ type Config struct {
 	// this long is cut off.
 	WriteTimeout time.Duration
 
+	// StartupGrace is how long after Start failed dials to a peer never
+	// reached yet are logged at info rather than warn: nodes of a cluster
+	// start one after another, and the first ones cannot reach the rest.
+	StartupGrace time.Duration
+
 	// SnapshotChunkBytes is the size of the chunks a snapshot body travels
 	// in. At most MaxFrameBytes-1.
 	SnapshotChunkBytes int
@@ -97,6 +102,7 @@ func DefaultConfig() Config {
 		KeepaliveInterval:   time.Second,
 		ReadTimeout:         5 * time.Second,
 		WriteTimeout:        10 * time.Second,
+		StartupGrace:        10 * time.Second,
 		SnapshotChunkBytes:  256 << 10,
 		MaxSnapshotsPerPeer: 2,
 		SnapshotAckTimeout:  time.Minute,

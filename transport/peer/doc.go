@@ -62,14 +62,19 @@
 //
 //	length uint32   bytes of kind + body, at most MaxFrameBytes
 //	crc    uint32   CRC-32C of kind + body
-//	kind   byte     1 batch, 2 ping, 3 chunk, 4 end, 5 ack
+//	kind   byte     1 batch, 2 ping, 3 chunk, 4 end, 5 ack, 6 bye
 //	body
 //
 // A batch body is a run of envelopes, each: group uvarint, size uvarint,
 // size bytes of raftpb.Message in protobuf encoding. One Send becomes one
 // frame, split into several when it would exceed MaxFrameBytes (a single
 // message over the limit is dropped and logged). Pings keep an idle raft
-// stream alive. A snapshot stream carries one batch frame with the MsgSnap
+// stream alive. A node that stops cleanly (Close) sends bye on each raft
+// stream before it hangs up, waiting at most 200 ms in all; its peers then
+// log the end of the stream, and their failed redials until it is back, at
+// INFO, keeping WARN for failures. Dials to a peer not reached since Start
+// are INFO too for StartupGrace (10 s), while a cluster's nodes come up one
+// after another (farewell.go). A snapshot stream carries one batch frame with the MsgSnap
 // envelope, chunk frames of body (SnapshotChunkBytes each), an end frame,
 // and in the other direction one ack frame (status byte, error text) sent
 // once the receiver's ReceiveSnapshot has returned.

@@ -33,6 +33,8 @@ type peer struct {
 	heard  atomic.Int64
 	remote atomic.Pointer[string]
 	stats  peerCounters
+
+	farewell // goodbyes said and heard (farewell.go)
 }
 
 func newPeer(t *Transport, id uint64, addr string) *peer {
@@ -43,6 +45,7 @@ func newPeer(t *Transport, id uint64, addr string) *peer {
 		queue:    make(chan []raftgroup.Envelope, t.cfg.QueueSize),
 		inbound:  make(chan net.Conn, 1),
 		snapsOut: make(chan struct{}, t.cfg.MaxSnapshotsPerPeer),
+		farewell: newFarewell(),
 	}
 	p.ctx, p.cancel = context.WithCancel(t.ctx)
 	p.setAddr(addr)
@@ -115,6 +118,10 @@ func (p *peer) runDialler() {
 		for conn != nil { // a dialler never receives a replacement; the loop is for symmetry
 			conn = p.serve(conn)
 		}
+		if p.leavingNow() {
+			<-p.ctx.Done()
+			return
+		}
 		if time.Since(began) >= p.t.cfg.BackoffMax {
 			bo.reset() // the session was healthy: redial promptly
 		}
@@ -164,6 +171,8 @@ func (p *peer) logDialError(err error, last string) string {
 		level = slog.LevelDebug
 	case isRefusal(err):
 		level = slog.LevelError // the nodes disagree on who is who: a misconfiguration
+	case p.expectedDown():
+		level = slog.LevelInfo
 	}
 	p.log.Log(p.ctx, level, "cannot connect to peer", "addr", p.address(), "err", err)
 	return msg

@@ -50,6 +50,7 @@ func (p *peer) sessionStarted(conn net.Conn) {
 	p.remote.Store(&remote)
 	p.heard.Store(time.Now().UnixNano())
 	p.connected.Store(true)
+	p.left.Store(false)
 	p.stats.connects.Add(1)
 	p.t.stats.connects.Add(1)
 	p.log.Info("peer connected", "local", conn.LocalAddr().String(), "remote", conn.RemoteAddr().String(), "dialled", p.dials())
@@ -69,8 +70,11 @@ func (p *peer) sessionEnded(conn net.Conn, writeErr, readErr error) {
 	case errors.Is(err, ErrCorruptFrame) || errors.Is(err, ErrFrameTooLarge):
 		p.t.stats.corruptFrames.Add(1)
 		p.log.Error("closing peer connection: corrupt stream", attrs...)
-	case p.ctx.Err() != nil || errors.Is(err, errReplaced):
+	case p.ctx.Err() != nil || errors.Is(err, errReplaced) || errors.Is(err, errLeaving):
 		p.log.Info("peer connection closed", attrs...)
+	case errors.Is(err, errPeerLeft):
+		p.left.Store(true)
+		p.log.Info("peer stopped: connection closed", attrs...)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		p.log.Warn("closing peer connection: peer silent or not reading", attrs...)
 	default:
@@ -106,6 +110,9 @@ func (s *session) writeLoop() (net.Conn, error) {
 			return nil, errReadEnded
 		case next := <-p.inbound:
 			return next, errReplaced
+		case <-p.leaving:
+			s.sayBye()
+			return nil, errLeaving
 		case <-p.ctx.Done():
 			return nil, p.ctx.Err()
 		}
@@ -228,6 +235,8 @@ func (p *peer) deliver(kind byte, body []byte) error {
 	switch kind {
 	case kindPing:
 		return nil
+	case kindBye:
+		return errPeerLeft
 	case kindBatch:
 		envs, err := decodeBatch(body)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/raftq/raftq/internal/logging"
 	"github.com/raftq/raftq/raftgroup"
@@ -29,11 +30,12 @@ type Transport struct {
 	stats   counters
 	closing atomic.Bool // set first thing in Close; Send checks it without a lock
 
-	mu      sync.Mutex // guards the fields below and writes to peers
-	recv    raftgroup.Receiver
-	ln      net.Listener
-	started bool
-	closed  bool
+	mu        sync.Mutex // guards the fields below and writes to peers
+	recv      raftgroup.Receiver
+	ln        net.Listener
+	started   bool
+	startedAt time.Time
+	closed    bool
 }
 
 // New checks cfg and builds a Transport. Nothing listens or dials until
@@ -68,7 +70,7 @@ func (t *Transport) Start(r raftgroup.Receiver) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", t.cfg.ListenAddr, err)
 	}
-	t.ln, t.recv, t.started = ln, r, true
+	t.ln, t.recv, t.started, t.startedAt = ln, r, true, time.Now()
 	t.wg.Add(1)
 	go t.acceptLoop(ln)
 	for _, p := range *t.peers.Load() {
@@ -179,6 +181,9 @@ func (t *Transport) Close() error {
 	}
 	t.closed = true
 	t.closing.Store(true)
+	if t.started {
+		t.sayGoodbye()
+	}
 	t.stop()
 	var err error
 	if t.ln != nil {

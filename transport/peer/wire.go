@@ -30,6 +30,7 @@ const (
 	kindChunk                 // body: snapshot body bytes
 	kindEnd                   // body: empty; the snapshot body is complete
 	kindAck                   // body: status byte, then the receiver's error text
+	kindBye                   // body: empty; the sender is stopping cleanly and hangs up
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
