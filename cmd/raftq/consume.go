@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,26 +36,90 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	plan, err := planConsume(ctx, e, kadm.NewClient(cl), topic, *part, *from, start)
 	if err != nil {
 		return err
 	}
-	if err := ends.Error(); err != nil {
-		return fmt.Errorf("topic %s: %w", topic, err)
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: plan.assign})
+	if err := consumeLoop(ctx, e, cl, plan.remaining, *follow, *maxRecs, *format == "full"); err != nil {
+		return err
 	}
-	assign := map[int32]kgo.Offset{}
-	remaining := map[int32]int64{} // partitions still short of their end at start
-	ends.Each(func(o kadm.ListedOffset) {
-		if *part >= 0 && o.Partition != *part {
-			return
+	return plan.skipped
+}
+
+// consumePlan is where each partition is read from, and where a read
+// that does not follow stops.
+type consumePlan struct {
+	assign    map[int32]kgo.Offset
+	remaining map[int32]int64 // partitions with records to read before the end at start
+	skipped   error           // partitions left out: their offsets could not be listed
+}
+
+// planConsume lists the partitions' offsets and places the start in each:
+// an offset below the log start begins at the start, one past the end at
+// the end (both with a note), as kcat and Kafka's console consumer reset
+// them. A partition whose offsets cannot be listed (no leader) is left out
+// with a warning, and the command then fails, after reading the others.
+func planConsume(ctx context.Context, e *env, adm *kadm.Client, topic string, part int32, from string, start kgo.Offset) (consumePlan, error) {
+	parts, err := topicPartitions(ctx, adm, topic)
+	if err != nil {
+		return consumePlan{}, err
+	}
+	if part >= 0 {
+		if !slices.Contains(parts, part) {
+			return consumePlan{}, fmt.Errorf("topic %s has no partition %d (it has %d)", topic, part, len(parts))
 		}
-		assign[o.Partition] = start
-		if *from != "end" && *from != "latest" {
-			remaining[o.Partition] = o.Offset
+		parts = []int32{part}
+	}
+	offs, err := listOffsets(ctx, adm, topic, parts, listOffsetsWait)
+	if err != nil {
+		return consumePlan{}, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	plan := consumePlan{assign: map[int32]kgo.Offset{}, remaining: map[int32]int64{}}
+	var skipped []error
+	for _, p := range parts {
+		o := offs[p]
+		if o.err != nil {
+			skipped = append(skipped, fmt.Errorf("partition %d: %w", p, o.err))
+			fmt.Fprintf(e.stderr, "raftq consume: skipping partition %d of %s: %v\n", p, topic, o.err)
+			continue
 		}
-	})
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign})
-	return consumeLoop(ctx, e, cl, remaining, *follow, *maxRecs, *format == "full")
+		at := placeStart(e, p, from, start, o)
+		plan.assign[p] = kgo.NewOffset().At(at)
+		if at < o.end {
+			plan.remaining[p] = o.end
+		}
+	}
+	if len(skipped) > 0 {
+		plan.skipped = fmt.Errorf("topic %s: %d partitions not read: %w", topic, len(skipped), errors.Join(skipped...))
+	}
+	if len(plan.assign) == 0 {
+		return plan, plan.skipped
+	}
+	return plan, nil
+}
+
+// listOffsetsWait bounds how long the client commands retry listing
+// offsets of a partition whose leader is moving or not yet elected.
+const listOffsetsWait = 10 * time.Second
+
+func placeStart(e *env, p int32, from string, start kgo.Offset, o offsetRange) int64 {
+	switch from {
+	case "beginning", "earliest":
+		return o.start
+	case "end", "latest":
+		return o.end
+	}
+	at := start.EpochOffset().Offset
+	switch {
+	case at < o.start:
+		fmt.Fprintf(e.stderr, "raftq consume: partition %d starts at %d; reading from there, not %d\n", p, o.start, at)
+		return o.start
+	case at > o.end:
+		fmt.Fprintf(e.stderr, "raftq consume: partition %d ends at %d; reading from the end, not %d\n", p, o.end, at)
+		return o.end
+	}
+	return at
 }
 
 func startOffset(s string) (kgo.Offset, error) {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftq/raftq/broker"
@@ -175,11 +176,12 @@ func TestE2E_CLI(t *testing.T) {
 		}
 	}
 	partRow := func(p, end int) *regexp.Regexp {
-		return regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+[1-3]\s+\d+\s+\[[1-3] [1-3] [1-3]\]\s+0\s+%d\s*$`, p, end))
+		return regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+[1-3]\s+\d+\s+\[[1-3] [1-3] [1-3]\]\s+\[\]\s+0\s+%d\s*$`, p, end))
 	}
 	if !partRow(0, 3).MatchString(out.stdout) || !partRow(1, 40).MatchString(out.stdout) {
 		t.Errorf("topic describe: want partition 0 ending at 3 and partition 1 at 40:\n%s", out.stdout)
 	}
+	testConsumeEdges(t, c, bs)
 
 	testClusterStatus(t, c, n1)
 
@@ -222,6 +224,33 @@ func testConsumeFollow(t *testing.T, bs string) {
 	}
 }
 
+// testConsumeEdges reads where there is nothing to read: a partition the
+// topic lacks, an offset past the end, and a partition emptied by
+// DeleteRecords (its start and end both 40). Each must end by itself.
+func testConsumeEdges(t *testing.T, c *chaos.Cluster, bs string) {
+	t.Helper()
+	out := cli(t, 1, "", "consume", "cli", "--partition", "9", "-b", bs)
+	if !strings.Contains(out.stderr, "topic cli has no partition 9 (it has 3)") {
+		t.Errorf("consume of a missing partition: stderr %q", out.stderr)
+	}
+	out = cli(t, 0, "", "consume", "cli", "--partition", "0", "--from", "99", "-b", bs)
+	if out.stdout != "" || !strings.Contains(out.stderr, "partition 0 ends at 3; reading from the end, not 99") {
+		t.Errorf("consume --from past the end: stdout %q, stderr %q; want nothing, and a note", out.stdout, out.stderr)
+	}
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "cli", Partition: 1, At: 40})
+	if drs, err := kadm.NewClient(e2eClient(t, c)).DeleteRecords(context.Background(), offs); err != nil || drs.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, drs.Error())
+	}
+	if out = cli(t, 0, "", "consume", "cli", "--partition", "1", "-b", bs); out.stdout != "" {
+		t.Errorf("consume of an emptied partition printed %q", out.stdout)
+	}
+	out = cli(t, 0, "", "consume", "cli", "--partition", "1", "--from", "3", "-b", bs)
+	if out.stdout != "" || !strings.Contains(out.stderr, "partition 1 starts at 40; reading from there, not 3") {
+		t.Errorf("consume --from below the start: stdout %q, stderr %q", out.stdout, out.stderr)
+	}
+}
+
 func testClusterStatus(t *testing.T, c *chaos.Cluster, n1 chaos.Node) {
 	t.Helper()
 	leaders := map[int32]int{}
@@ -259,6 +288,9 @@ func cli(t *testing.T, code int, stdin string, args ...string) cliResult {
 	var stdout, stderr lockedBuffer
 	got := run(ctx, &env{stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr}, args)
 	res := cliResult{stdout.String(), stderr.String()}
+	if ctx.Err() != nil {
+		t.Errorf("raftq %s did not end by itself within 60s", strings.Join(args, " "))
+	}
 	if got != code {
 		t.Errorf("raftq %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, res.stdout, res.stderr)
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -115,26 +116,42 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 	if !ok || td.Err != nil {
 		return fmt.Errorf("describe %s: %v", fs.Arg(0), td.Err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	starts, err := adm.ListStartOffsets(ctx, fs.Arg(0))
+	offs, err := listOffsets(ctx, adm, td.Topic, td.Partitions.Numbers(), describeOffsetsWait)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "topic %s  id %s\n", td.Topic, td.ID)
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tSTART\tEND")
+	fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tOFFLINE\tSTART\tEND")
+	var unknown []string
 	for _, p := range td.Partitions.Sorted() {
-		s, _ := starts.Lookup(td.Topic, p.Partition)
-		en, _ := ends.Lookup(td.Topic, p.Partition)
-		fmt.Fprintf(w, "%d\t%d\t%d\t%v\t%d\t%d\n", p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, s.Offset, en.Offset)
+		o := offs[p.Partition]
+		start, end := fmt.Sprint(o.start), fmt.Sprint(o.end)
+		if o.err != nil {
+			start, end = "-", "-"
+			unknown = append(unknown, fmt.Sprintf("partition %d: offsets unknown: %v", p.Partition, o.err))
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d\t%v\t%v\t%s\t%s\n", p.Partition, leaderName(p.Leader), p.LeaderEpoch, p.Replicas, p.OfflineReplicas, start, end)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	for _, u := range unknown {
+		fmt.Fprintln(e.stdout, u)
+	}
 	return describeTopicConfigs(ctx, e, adm, td.Topic)
+}
+
+// describeOffsetsWait is how long describe retries the offsets of a
+// partition whose leader is moving: a leaderless one is shown as such.
+const describeOffsetsWait = 3 * time.Second
+
+// leaderName shows a partition's leader, or "none", as kafka-topics does.
+func leaderName(id int32) string {
+	if id < 0 {
+		return "none"
+	}
+	return fmt.Sprint(id)
 }
 
 func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic string) error {
