@@ -32,7 +32,7 @@ var _ kafka.Observer = (*metrics)(nil)
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "raftq_kafka_requests_total", Help: "Kafka requests by API and outcome.",
+		Name: "raftq_kafka_requests_total", Help: "Kafka requests by API and outcome: response, no_response (acks=0), rejected (unsupported version) or failed (connection closed).",
 	}, []string{"api", "outcome"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "raftq_kafka_request_seconds", Help: "Kafka request latency from frame read to response written.",
@@ -80,7 +80,7 @@ func (m *metrics) ConnClosed(*kafka.Conn, error) { m.conns.Dec() }
 
 func (m *metrics) RequestDone(_ *kafka.Conn, key, _ int16, outcome kafka.Outcome, latency time.Duration) {
 	api := kmsg.NameForKey(key)
-	m.requests.WithLabelValues(api, strconv.Itoa(int(outcome))).Inc()
+	m.requests.WithLabelValues(api, outcome.String()).Inc()
 	m.latency.WithLabelValues(api).Observe(latency.Seconds())
 }
 

@@ -33,6 +33,9 @@ func TestMetrics_ProduceOutcomesAfterApply(t *testing.T) {
 	if ok != 1 || gap != 1 {
 		t.Errorf("produce partitions counted: %v ok and %v OUT_OF_ORDER_SEQUENCE_NUMBER, want 1 and 1", ok, gap)
 	}
+	if got := counterValue(t, m.requests.WithLabelValues("Produce", "response")); got != 2 {
+		t.Errorf(`raftq_kafka_requests_total{api="Produce",outcome="response"} = %v, want the 2 answered requests`, got)
+	}
 	if got := counterValue(t, m.produceRecs); got != 2 {
 		t.Errorf("raftq_produce_batches_total = %v, want 2 batches proposed", got)
 	}

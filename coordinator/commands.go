@@ -94,12 +94,17 @@ func cmdErr(code *kerr.Error, format string, args ...any) *Error {
 }
 
 // KafkaError returns the Kafka error code and message for err, for
-// responses: 0 and nil for nil.
+// responses: 0 and nil for nil. A command's Error gives its own detail as
+// the message, since the response carries the code beside it.
 func KafkaError(err error) (int16, *string) {
 	if err == nil {
 		return 0, nil
 	}
 	msg := err.Error()
+	var ce *Error
+	if errors.As(err, &ce) {
+		msg = ce.Msg
+	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		return ke.Code, &msg

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +19,10 @@ import (
 // partition the leader, its term, the high watermark and each replica's
 // lag behind it.
 func runCluster(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(e.stderr, "subcommands: status (it takes --help)")
+		return nil
+	}
 	if len(args) == 0 || args[0] != "status" {
 		return usageError{errors.New("want: cluster status")}
 	}
@@ -45,11 +51,14 @@ func fetchStatus(ctx context.Context, addr string) (broker.Status, error) {
 	var s broker.Status
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/status", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, statusURL(addr), nil)
 	if err != nil {
 		return s, err
 	}
 	resp, err := http.DefaultClient.Do(req)
+	if errors.Is(err, io.EOF) {
+		return s, fmt.Errorf("%w (is %s a node's admin HTTP address? A Kafka port hangs up on HTTP)", err, addr)
+	}
 	if err != nil {
 		return s, err
 	}
@@ -58,6 +67,15 @@ func fetchStatus(ctx context.Context, addr string) (broker.Status, error) {
 		return s, fmt.Errorf("%s: %s", addr, resp.Status)
 	}
 	return s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+// statusURL is the status document of the node at addr, a host:port or
+// a URL of the admin listener.
+func statusURL(addr string) string {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return strings.TrimSuffix(addr, "/") + "/v1/status"
 }
 
 func collectStatuses(ctx context.Context, seed broker.Status) map[uint64]*broker.Status {

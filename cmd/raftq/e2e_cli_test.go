@@ -138,6 +138,11 @@ func TestE2E_CLI(t *testing.T) {
 	cli(t, 2, "", "topic", "create", "-b", bs)                        // no name
 	cli(t, 2, "", "topic", "create", "x", "--no-such-flag", "-b", bs) // bad flag
 	cli(t, 2, "", "topic", "frobnicate")
+	for _, cmd := range []string{"topic", "group", "cluster"} {
+		if out := cli(t, 0, "", cmd, "--help"); !strings.Contains(out.stderr, "subcommands: ") {
+			t.Errorf("raftq %s --help: stderr %q, want the subcommands", cmd, out.stderr)
+		}
+	}
 
 	out = cli(t, 0, "", "topic", "list", "-b", bs)
 	if !hasRow(out.stdout, "cli", "3", "3") {
@@ -257,7 +262,7 @@ func testClusterStatus(t *testing.T, c *chaos.Cluster, n1 chaos.Node) {
 	for p := range int32(3) {
 		leaders[p] = partitionLeader(t, c, "cli", p)
 	}
-	out := cli(t, 0, "", "cluster", "status", "--admin", n1.AdminAddr())
+	out := cli(t, 0, "", "cluster", "status", "--admin", "http://"+n1.AdminAddr()+"/")
 	for _, n := range c.Nodes() {
 		if !hasRow(out.stdout, fmt.Sprint(n.ID), n.KafkaAddr(), n.AdminAddr(), "true", "true", "always", "shared", "*") {
 			t.Errorf("cluster status lacks node %d alive and reachable:\n%s", n.ID, out.stdout)
@@ -274,6 +279,9 @@ func testClusterStatus(t *testing.T, c *chaos.Cluster, n1 chaos.Node) {
 		t.Errorf("cluster status --json: %d nodes, %v:\n%s", len(statuses), err, out.stdout)
 	}
 	cli(t, 1, "", "cluster", "status", "--admin", "127.0.0.1:1")
+	if out := cli(t, 1, "", "cluster", "status", "--admin", n1.KafkaAddr()); !strings.Contains(out.stderr, "admin HTTP address?") {
+		t.Errorf("cluster status pointed at a Kafka port: stderr %q, want a hint", out.stderr)
+	}
 	cli(t, 2, "", "cluster", "frob")
 }
 

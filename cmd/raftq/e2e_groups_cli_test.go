@@ -47,6 +47,9 @@ func grpCLIChecks(t *testing.T, c *chaos.Cluster) {
 		t.Fatalf("group describe: %v\n%s", err, out)
 	}
 	t.Logf("raftq group describe %s:\n%s", group, out)
+	if out, err := grpCLI(t, c, "describe", "no-such-group"); err == nil || !strings.Contains(err.Error(), "group no-such-group does not exist") {
+		t.Fatalf("describe of a group that does not exist: %v\n%s", err, out)
+	}
 	if _, err := grpCLI(t, c, "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute"); err == nil ||
 		!strings.Contains(err.Error(), "Stable") {
 		t.Fatalf("reset of an active group: %v, want a refusal naming its state", err)

@@ -70,8 +70,16 @@ func groupDescribe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "group %s: state %s, protocol %s/%s, coordinator %d, %d members\n\n",
-		group, dg.State, dg.ProtocolType, dg.Protocol, dg.Coordinator.NodeID, len(dg.Members))
+	if dg.State == "Dead" {
+		// As Kafka: a group with neither members nor offsets is Dead.
+		return fmt.Errorf("group %s does not exist", group)
+	}
+	protocol := dg.ProtocolType
+	if dg.Protocol != "" {
+		protocol += "/" + dg.Protocol
+	}
+	fmt.Fprintf(e.stdout, "group %s: state %s, protocol %s, coordinator %d, %s\n\n",
+		group, dg.State, protocol, dg.Coordinator.NodeID, count(len(dg.Members), "member"))
 	owners := printMembers(e.stdout, dg)
 	rows, err := offsetRows(ctx, adm, group, owners)
 	if err != nil {

@@ -130,7 +130,7 @@ read:
 	if scanErr != nil {
 		return scanErr
 	}
-	fmt.Fprintf(e.stderr, "produced %d records\n", t.ok.Load())
+	fmt.Fprintf(e.stderr, "produced %s\n", count(t.ok.Load(), "record"))
 	if n := t.unanswered.Load(); n > 0 {
 		return unansweredError(n, drain)
 	}
@@ -238,7 +238,7 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 	}
 	w.close()
 	close(done)
-	fmt.Fprintf(e.stderr, "\nproduced %d records, %d failed\n", t.ok.Load(), t.failed.Load())
+	fmt.Fprintf(e.stderr, "\nproduced %s, %d failed\n", count(t.ok.Load(), "record"), t.failed.Load())
 	if n := t.unanswered.Load(); n > 0 {
 		return unansweredError(n, l.drain)
 	}

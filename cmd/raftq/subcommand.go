@@ -23,10 +23,27 @@ func runSubcommand(ctx context.Context, e *env, args []string, subs []subcommand
 	if len(args) == 0 {
 		return usageError{fmt.Errorf("want a subcommand: %s", want)}
 	}
+	if isHelp(args[0]) {
+		fmt.Fprintf(e.stderr, "subcommands: %s (each takes --help)\n", want)
+		return nil
+	}
 	for _, s := range subs {
 		if s.name == args[0] {
 			return s.run(ctx, e, args[1:])
 		}
 	}
 	return usageError{fmt.Errorf("unknown subcommand %q: want %s", args[0], want)}
+}
+
+// isHelp reports whether arg asks for help rather than naming something.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "help"
+}
+
+// count writes n and a noun, plural unless n is 1: "1 record", "3 records".
+func count[N int64 | int | uint64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

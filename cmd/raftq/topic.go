@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 func runTopic(ctx context.Context, e *env, args []string) error {
@@ -46,7 +47,7 @@ func topicCreate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", fs.Arg(0), errMsg(err, res.ErrMessage))
 	}
-	fmt.Fprintf(e.stdout, "created topic %s: %d partitions, replication factor %d\n", res.Topic, res.NumPartitions, res.ReplicationFactor)
+	fmt.Fprintf(e.stdout, "created topic %s: %s, replication factor %d\n", res.Topic, count(int64(res.NumPartitions), "partition"), res.ReplicationFactor)
 	return nil
 }
 
@@ -64,12 +65,27 @@ func parseTopicConfigs(kvs []string) (map[string]*string, error) {
 	return cfgs, nil
 }
 
+// errMsg joins a Kafka error and the broker's message for it: the code's
+// name and the message, rather than the code's stock description too.
 func errMsg(err error, msg string) error {
 	if msg == "" {
 		return err
 	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return &brokerError{code: ke, msg: msg}
+	}
 	return fmt.Errorf("%w: %s", err, msg)
 }
+
+// brokerError is a Kafka error code with the broker's own message.
+type brokerError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *brokerError) Error() string { return e.code.Message + ": " + e.msg }
+func (e *brokerError) Unwrap() error { return e.code }
 
 func topicList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "topic list")

@@ -1,0 +1,27 @@
+package main
+
+import "testing"
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 records"}, {1, "1 record"}, {2, "2 records"}} {
+		if got := count(c.n, "record"); got != c.want {
+			t.Errorf("count(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+func TestStatusURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:9644":          "http://127.0.0.1:9644/v1/status",
+		"http://127.0.0.1:9644/":  "http://127.0.0.1:9644/v1/status",
+		"https://node1:9644":      "https://node1:9644/v1/status",
+		"http://node1:9644/admin": "http://node1:9644/admin/v1/status",
+	} {
+		if got := statusURL(in); got != want {
+			t.Errorf("statusURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
