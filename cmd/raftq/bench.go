@@ -175,7 +175,7 @@ func bench(ctx context.Context, e *env, cf *clientFlags, opts []kgo.Opt, b *benc
 	var sent atomic.Int64
 	lat := &latencies{start: time.Now().Add(b.warmup)}
 	trips := &roundTrips{start: lat.start}
-	note := drainNote(e)
+	note := drainNote(e, ctx)
 	var wg sync.WaitGroup
 	for range b.producers {
 		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.MaxBufferedRecords(1<<16), kgo.WithHooks(trips))...)

@@ -98,7 +98,7 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 // produceLines sends each stdin line as a record, until the input or
 // Ctrl-C ends, and fails on the first error.
 func produceLines(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, drain time.Duration) error {
-	w := newSendWindow(ctx, drain, cl, drainNote(e))
+	w := newSendWindow(ctx, drain, cl, drainNote(e, ctx))
 	var t tally
 	var firstErr error
 	var mu sync.Mutex
@@ -183,12 +183,18 @@ func readLines(r io.Reader) <-chan line {
 }
 
 // drainNote tells the user, once, what a command that stopped sending
-// still waits for.
-func drainNote(e *env) func(left time.Duration) {
+// still waits for, and how to stop waiting: the first Ctrl-C ends the
+// sending and the second quits, so a drain that the input's end began
+// takes two.
+func drainNote(e *env, interrupt context.Context) func(left time.Duration) {
 	var once sync.Once
 	return func(left time.Duration) {
 		once.Do(func() {
-			fmt.Fprintf(e.stderr, "\nwaiting up to %s more for the answers still outstanding (--drain-timeout; Ctrl-C again to quit)\n", left.Round(time.Second))
+			quit := "Ctrl-C twice to quit"
+			if interrupt.Err() != nil {
+				quit = "Ctrl-C again to quit"
+			}
+			fmt.Fprintf(e.stderr, "\nwaiting up to %s more for the answers still outstanding (--drain-timeout; %s)\n", left.Round(time.Second), quit)
 		})
 	}
 }
@@ -225,7 +231,7 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 		defer cancel()
 	}
 	lim := rate.NewLimiter(rate.Limit(l.perSec), max(1, int(l.perSec/100)))
-	w := newSendWindow(sendCtx, l.drain, cl, drainNote(e))
+	w := newSendWindow(sendCtx, l.drain, cl, drainNote(e, ctx))
 	var t tally
 	value := make([]byte, l.size)
 	done := make(chan struct{})
