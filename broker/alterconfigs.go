@@ -31,10 +31,6 @@ func (n *Node) serveIncrementalAlterConfigs(c *kafka.Conn, req *kafka.Request) k
 }
 
 func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
-	if rr.ResourceType != resourceTopic {
-		msg := "only topic configs can be altered"
-		return kerr.InvalidRequest.Code, &msg
-	}
 	ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}}
 	for _, c := range rr.Configs {
 		switch {
@@ -46,6 +42,44 @@ func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterCo
 			msg := "only SET and DELETE are supported"
 			return kerr.InvalidConfig.Code, &msg
 		}
+	}
+	return n.alterTopic(ctx, rr.ResourceType, ac, validateOnly)
+}
+
+// serveAlterConfigs is the older, non-incremental AlterConfigs that
+// sarama's ClusterAdmin and older tools send: the configs a request names
+// replace all of the topic's explicit ones, as in Kafka; those it leaves
+// out return to their defaults.
+func (n *Node) serveAlterConfigs(c *kafka.Conn, req *kafka.Request) kafka.Pending {
+	r := req.Body.(*kmsg.AlterConfigsRequest)
+	f := kafka.NewFuture()
+	go func() {
+		ctx, cancel := context.WithTimeout(c.Context(), requestTimeout(0))
+		defer cancel()
+		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range r.Resources {
+			out := kmsg.NewAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+			ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}, Replace: true}
+			for _, c := range rr.Configs {
+				if c.Value != nil {
+					ac.Set[c.Name] = *c.Value
+				}
+			}
+			out.ErrorCode, out.ErrorMessage = n.alterTopic(ctx, rr.ResourceType, ac, r.ValidateOnly)
+			resp.Resources = append(resp.Resources, out)
+		}
+		f.Complete(resp, nil)
+	}()
+	return f
+}
+
+// alterTopic proposes ac, or with validateOnly tries it on a copy of the
+// metadata.
+func (n *Node) alterTopic(ctx context.Context, resourceType kmsg.ConfigResourceType, ac *coordinator.AlterConfigs, validateOnly bool) (int16, *string) {
+	if resourceType != resourceTopic {
+		msg := "only topic configs can be altered"
+		return kerr.InvalidRequest.Code, &msg
 	}
 	cmd := &coordinator.Command{AlterConfigs: ac}
 	var res coordinator.Result

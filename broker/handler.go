@@ -26,6 +26,7 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.DeleteTopics.Int16(), 6, n.serveDeleteTopics)
 	route(kmsg.CreatePartitions.Int16(), 3, n.serveCreatePartitions)
 	route(kmsg.DescribeConfigs.Int16(), 4, n.serveDescribeConfigs)
+	route(kmsg.AlterConfigs.Int16(), 2, n.serveAlterConfigs)
 	route(kmsg.IncrementalAlterConfigs.Int16(), 1, n.serveIncrementalAlterConfigs)
 	route(kmsg.DescribeCluster.Int16(), 2, n.serveDescribeCluster)
 	route(kmsg.DeleteRecords.Int16(), 2, n.serveDeleteRecords)

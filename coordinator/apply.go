@@ -158,7 +158,7 @@ func (s *State) alterConfigs(c *AlterConfigs) Result {
 		return Result{Err: cmdErr(kerr.UnknownTopicOrPartition, "topic %q does not exist", c.Name)}
 	}
 	t := old.copy()
-	if t.Configs == nil {
+	if t.Configs == nil || c.Replace {
 		t.Configs = map[string]string{}
 	}
 	maps.Copy(t.Configs, c.Set)

@@ -51,10 +51,13 @@ type CreatePartitions struct {
 }
 
 // AlterConfigs sets (Set) and removes (Delete) explicit topic configs.
+// With Replace, Set becomes the topic's whole set of explicit configs
+// (the older, non-incremental AlterConfigs API).
 type AlterConfigs struct {
-	Name   string            `json:"name"`
-	Set    map[string]string `json:"set,omitempty"`
-	Delete []string          `json:"delete,omitempty"`
+	Name    string            `json:"name"`
+	Set     map[string]string `json:"set,omitempty"`
+	Delete  []string          `json:"delete,omitempty"`
+	Replace bool              `json:"replace,omitempty"`
 }
 
 // AllocateProducerIDs reserves Count producer ids for a node.

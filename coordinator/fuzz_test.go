@@ -22,6 +22,7 @@ var fuzzSeedCommands = []string{
 	`{"leader_hints":[{"group":1,"leader":1,"term":2},{"group":4,"leader":2,"term":1}]}`,
 	`{"create_partitions":{"name":"t","count":5}}`,
 	`{"alter_configs":{"name":"t","set":{"segment.bytes":"1048576"},"delete":["retention.ms"]}}`,
+	`{"alter_configs":{"name":"t","set":{"retention.ms":"5"},"replace":true}}`,
 	`{"allocate_producer_ids":{"count":1000}}`,
 	`{"delete_topic":{"name":"u"}}`,
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -67,6 +68,24 @@ func TestE2E_Admin(t *testing.T) {
 	if acs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &bad}}, "adm"); err == nil && acs[0].Err == nil {
 		t.Error("retention.ms=not-a-number was accepted")
 	}
+
+	// sarama's ClusterAdmin alters with the older AlterConfigs: what it
+	// names replaces every explicit config, so retention.ms returns to
+	// its default.
+	sadm, err := sarama.NewClusterAdmin(seeds(c), saramaConfig(sarama.V2_8_0_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sadm.Close()
+	seg := "2097152"
+	if err := sadm.AlterConfig(sarama.TopicResource, "adm", map[string]*string{"segment.bytes": &seg}, false); err != nil {
+		t.Fatalf("sarama AlterConfig: %v", err)
+	}
+	waitFor(t, 30*time.Second, "segment.bytes set and retention.ms back to its default", func(ctx context.Context) bool {
+		segNow, segSrc := topicConfig(ctx, adm, "adm", "segment.bytes")
+		_, retSrc := topicConfig(ctx, adm, "adm", "retention.ms")
+		return segNow == seg && segSrc == kmsg.ConfigSourceDynamicTopicConfig && retSrc == kmsg.ConfigSourceDefaultConfig
+	})
 
 	// DescribeCluster names every node and the cluster id.
 	dreq := kmsg.NewPtrDescribeClusterRequest()
@@ -132,4 +151,23 @@ func TestE2E_Admin(t *testing.T) {
 		waitReplicasEqual(t, c, "adm", p, c.NodeIDs())
 	}
 	checkNoCrashes(t, c)
+}
+
+// topicConfig returns a topic config's value and source, or the zero
+// values when it cannot be described.
+func topicConfig(ctx context.Context, adm *kadm.Client, topic, key string) (string, kmsg.ConfigSource) {
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return "", 0
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		return "", 0
+	}
+	for _, cfg := range rc.Configs {
+		if cfg.Key == key {
+			return cfg.MaybeValue(), cfg.Source
+		}
+	}
+	return "", 0
 }
