@@ -187,6 +187,7 @@ func TestE2E_CLI(t *testing.T) {
 		t.Errorf("topic describe: want partition 0 ending at 3 and partition 1 at 40:\n%s", out.stdout)
 	}
 	testConsumeEdges(t, c, bs)
+	testTopicAlter(t, bs)
 
 	testClusterStatus(t, c, n1)
 
@@ -253,6 +254,29 @@ func testConsumeEdges(t *testing.T, c *chaos.Cluster, bs string) {
 	out = cli(t, 0, "", "consume", "cli", "--partition", "1", "--from", "3", "-b", bs)
 	if out.stdout != "" || !strings.Contains(out.stderr, "partition 1 starts at 40; reading from there, not 3") {
 		t.Errorf("consume --from below the start: stdout %q, stderr %q", out.stdout, out.stderr)
+	}
+}
+
+// testTopicAlter sets one config, returns another to its default and
+// adds a partition, then reads the result back with describe.
+func testTopicAlter(t *testing.T, bs string) {
+	t.Helper()
+	out := cli(t, 0, "", "topic", "alter", "cli", "-c", "segment.bytes=1048576", "--delete-config", "retention.ms", "-p", "4", "-b", bs)
+	if !strings.Contains(out.stdout, "altered 2 configs of topic cli") || !strings.Contains(out.stdout, "topic cli now has 4 partitions") {
+		t.Errorf("topic alter printed %q", out.stdout)
+	}
+	out = cli(t, 0, "", "topic", "describe", "cli", "-b", bs)
+	for _, want := range []string{"segment.bytes=1048576 (DYNAMIC_TOPIC_CONFIG)", "retention.ms=604800000 (DEFAULT_CONFIG)"} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("describe after alter lacks %q:\n%s", want, out.stdout)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^3\s`).MatchString(out.stdout) {
+		t.Errorf("describe after alter lacks partition 3:\n%s", out.stdout)
+	}
+	cli(t, 2, "", "topic", "alter", "cli", "-b", bs)
+	if out := cli(t, 1, "", "topic", "alter", "no-such-topic", "-c", "retention.ms=1", "-b", bs); !strings.Contains(out.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Errorf("alter of a missing topic: stderr %q", out.stderr)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 func runTopic(ctx context.Context, e *env, args []string) error {
 	return runSubcommand(ctx, e, args, []subcommand{
-		{"create", topicCreate}, {"list", topicList}, {"describe", topicDescribe}, {"delete", topicDelete},
+		{"create", topicCreate}, {"list", topicList}, {"describe", topicDescribe}, {"alter", topicAlter}, {"delete", topicDelete},
 	})
 }
 
@@ -185,6 +185,74 @@ func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic s
 		fmt.Fprintf(e.stdout, "  %s=%s (%s)\n", c.Key, c.MaybeValue(), c.Source)
 	}
 	return nil
+}
+
+// topicAlter changes a topic's configs (incrementally: the others keep
+// their values) and raises its partition count, as kafka-configs --alter
+// and kafka-topics --alter do.
+func topicAlter(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "topic alter")
+	cf := bindClientFlags(fs)
+	configs := fs.StringArrayP("config", "c", nil, "set a topic config key=value (repeatable)")
+	deletes := fs.StringArray("delete-config", nil, "return a topic config to its default (repeatable)")
+	parts := fs.Int32P("partitions", "p", 0, "raise the partition count to this")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("want exactly one topic name")}
+	}
+	if len(*configs) == 0 && len(*deletes) == 0 && *parts == 0 {
+		return usageError{errors.New("nothing to alter: give --config, --delete-config or --partitions")}
+	}
+	alters, err := configAlters(*configs, *deletes)
+	if err != nil {
+		return err
+	}
+	adm, done, err := cf.admin()
+	if err != nil {
+		return err
+	}
+	defer done()
+	topic := fs.Arg(0)
+	if len(alters) > 0 {
+		res, err := adm.AlterTopicConfigs(ctx, alters, topic)
+		if err == nil && len(res) > 0 {
+			err = errMsg(res[0].Err, res[0].ErrMessage)
+		}
+		if err != nil {
+			return fmt.Errorf("alter %s configs: %w", topic, err)
+		}
+		fmt.Fprintf(e.stdout, "altered %s of topic %s\n", count(len(alters), "config"), topic)
+	}
+	if *parts > 0 {
+		res, err := adm.UpdatePartitions(ctx, int(*parts), topic)
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("alter %s partitions: %w", topic, err)
+		}
+		fmt.Fprintf(e.stdout, "topic %s now has %s\n", topic, count(int(*parts), "partition"))
+	}
+	return nil
+}
+
+// configAlters turns --config key=value and --delete-config key flags
+// into incremental config changes.
+func configAlters(sets, deletes []string) ([]kadm.AlterConfig, error) {
+	cfgs, err := parseTopicConfigs(sets)
+	if err != nil {
+		return nil, err
+	}
+	var out []kadm.AlterConfig
+	for k, v := range cfgs {
+		out = append(out, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
+	}
+	for _, k := range deletes {
+		out = append(out, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	return out, nil
 }
 
 func topicDelete(ctx context.Context, e *env, args []string) error {
