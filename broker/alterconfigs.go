@@ -10,8 +10,9 @@ import (
 	"github.com/raftq/raftq/transport/kafka"
 )
 
-// serveIncrementalAlterConfigs sets and deletes topic configs. New values
-// reach a partition's log settings when its replica next opens.
+// serveIncrementalAlterConfigs sets and deletes topic configs. Every node
+// applies the new values to its open replicas once the metadata change
+// reaches it (applyTopicConfigs).
 func (n *Node) serveIncrementalAlterConfigs(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	f := kafka.NewFuture()

@@ -26,6 +26,11 @@
 // election by a moment; clients retry on NOT_LEADER_OR_FOLLOWER, which
 // carries the new leader (KIP-951) where known.
 //
+// Topic configs: every node applies a topic's configs to its open
+// replicas whenever the metadata changes (reconcile.go,
+// applyTopicConfigs), so an altered retention, segment size or
+// max.message.bytes takes effect without a restart.
+//
 // Brokers: the metadata leader marks a broker dead when it has not heard
 // from it for three election timeouts. Metadata and DescribeCluster then
 // leave it out, as Kafka lists only live brokers; its replicas still show

@@ -94,7 +94,7 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 		n.fillLeader(sp, name, rp.Partition)
 		return fail(kerr.NotLeaderForPartition, "this node hosts no replica of the partition")
 	}
-	info, err := partition.ValidateBatch(rp.Records, rep.maxBatchBytes)
+	info, err := partition.ValidateBatch(rp.Records, int(rep.maxBatchBytes.Load()))
 	if err != nil {
 		return fail(codeErr(partition.ErrorCode(err)), err.Error())
 	}

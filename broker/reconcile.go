@@ -39,9 +39,12 @@ func (n *Node) reconcile(s *coordinator.State) {
 	}
 	for gid, ref := range want {
 		n.mu.Lock()
-		_, have := n.replicas[gid]
+		r, have := n.replicas[gid]
 		closed := n.closed
 		n.mu.Unlock()
+		if have && !closed {
+			n.applyTopicConfigs(r, ref.Topic)
+		}
 		if have || closed {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/raftq/raftq/coordinator"
@@ -26,9 +27,10 @@ type replica struct {
 	group   *raftgroup.Group
 	sm      *partition.Replica
 
-	// maxBatchBytes is the topic's max.message.bytes when the replica was
-	// opened; produce refuses larger batches before proposing them.
-	maxBatchBytes int
+	// maxBatchBytes is the topic's max.message.bytes; produce refuses
+	// larger batches before proposing them. applyTopicConfigs keeps it
+	// current.
+	maxBatchBytes atomic.Int64
 
 	// produceMu orders proposals: a connection's produce requests reach
 	// raft in the order they arrived.
@@ -60,7 +62,8 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.sm, r.maxBatchBytes = sm, int(t.ConfigInt("max.message.bytes"))
+	r.sm = sm
+	r.maxBatchBytes.Store(t.ConfigInt("max.message.bytes"))
 	machine, err := n.stateMachineFor(r)
 	if err != nil {
 		_ = sm.Close()
@@ -115,6 +118,24 @@ func (n *Node) standFirst(g *raftgroup.Group) {
 		}
 		time.Sleep(n.cfg.TickInterval)
 	}
+}
+
+// applyTopicConfigs brings an open replica up to its topic's configs, as
+// an altered topic config takes effect in Kafka: the log's segment and
+// retention limits and the largest batch produce takes. The reconcile
+// loop calls it on every metadata change.
+func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
+	r.maxBatchBytes.Store(t.ConfigInt("max.message.bytes"))
+	want := logConfig(t).Limits
+	l := r.sm.Log()
+	if l.Limits() == want {
+		return
+	}
+	if err := l.SetLimits(want); err != nil {
+		n.log.Warn("apply topic configs", "topic", r.topic, "partition", r.index, "err", err)
+		return
+	}
+	n.log.Info("topic configs applied to the partition log", "topic", r.topic, "partition", r.index)
 }
 
 // logConfig turns a topic's configs into the partition log's.

@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -133,5 +135,64 @@ func TestNode_RestartAfterAdminChanges(t *testing.T) {
 			}
 			return true
 		})
+	})
+}
+
+// An altered topic config takes effect on the running replicas, as in
+// Kafka, without a restart: a lower max.message.bytes refuses a batch
+// that passed before, and a retention.bytes set later deletes segments
+// that a smaller segment.bytes rolled.
+func TestNode_AlteredConfigsApplyWhileRunning(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.RetentionCheckInterval = 100 * time.Millisecond })
+	// Uncompressed, so that batch sizes are the records' (the limits
+	// apply to batches as sent).
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	adm := kadm.NewClient(cl)
+	ctx := testCtx(t)
+	createTopic(t, cl, "live", 1, 3)
+	big := fmt.Sprintf("%02000d", 0)
+	produceSync(t, cl, "live", 0, big)
+
+	alter := func(kv ...string) {
+		t.Helper()
+		var acs []kadm.AlterConfig
+		for i := 0; i < len(kv); i += 2 {
+			acs = append(acs, kadm.AlterConfig{Op: kadm.SetConfig, Name: kv[i], Value: &kv[i+1]})
+		}
+		res, err := adm.AlterTopicConfigs(ctx, acs, "live")
+		if err == nil {
+			err = res[0].Err
+		}
+		if err != nil {
+			t.Fatalf("alter %v: %v", kv, err)
+		}
+	}
+	alter("max.message.bytes", "1024")
+	eventually(t, "a 2 KB record to be refused", func() bool {
+		res := cl.ProduceSync(ctx, &kgo.Record{Topic: "live", Partition: 0, Value: []byte(big)})
+		return errors.Is(res.FirstErr(), kerr.MessageTooLarge)
+	})
+
+	alter("max.message.bytes", "1048588", "segment.bytes", "4096")
+	eventually(t, "every replica to take the new segment size", func() bool {
+		for _, n := range c.nodes {
+			if r := n.replicaFor("live", 0); r == nil || r.sm.Log().Limits().SegmentBytes != 4096 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 20 {
+		produceSync(t, cl, "live", 0, fmt.Sprintf("%01000d", i))
+	}
+	alter("retention.bytes", "8192")
+	eventually(t, "retention to delete the oldest segments on every replica", func() bool {
+		for _, n := range c.nodes {
+			l := n.replicaFor("live", 0).sm.Log()
+			if l.StartOffset() == 0 || len(l.Segments()) > 4 {
+				return false
+			}
+		}
+		return true
 	})
 }

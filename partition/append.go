@@ -17,7 +17,7 @@ const copyLimit = 64 << 10
 // batch leaves the log untouched; a failed write makes the log refuse
 // further changes (ErrFailed).
 func (l *Log) Append(batch []byte, epoch int32) (base, last int64, err error) {
-	info, err := ValidateBatch(batch, l.cfg.MaxBatchBytes)
+	info, err := ValidateBatch(batch, l.limits().MaxBatchBytes)
 	if err != nil {
 		return -1, -1, err
 	}
@@ -29,8 +29,8 @@ func (l *Log) Append(batch []byte, epoch int32) (base, last int64, err error) {
 // appends the committed bytes). It checks the header and size but not the
 // CRC or the records, so its cost does not grow with the batch.
 func (l *Log) AppendValidated(batch []byte, epoch int32) (base, last int64, err error) {
-	if len(batch) > l.cfg.MaxBatchBytes {
-		return -1, -1, &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(batch), l.cfg.MaxBatchBytes)}
+	if len(batch) > l.limits().MaxBatchBytes {
+		return -1, -1, &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(batch), l.limits().MaxBatchBytes)}
 	}
 	info, err := ParseBatchHeader(batch)
 	if err != nil {
@@ -60,7 +60,7 @@ func (l *Log) append(batch []byte, info BatchInfo, epoch int32) (int64, int64, e
 	}
 	h := batchHeader{pos: s.size, size: int64(len(batch)), base: base, last: last, maxTS: info.MaxTimestamp}
 	l.mu.Lock()
-	s.addBatch(h, l.cfg.IndexIntervalBytes)
+	s.addBatch(h, l.limits().IndexIntervalBytes)
 	l.mu.Unlock()
 	l.end.set(s.next)
 	l.maybeWriteback(s)
@@ -96,9 +96,10 @@ func (l *Log) maybeRoll(size, last int64) error {
 	if s.size == 0 {
 		return nil
 	}
-	full := s.size+size > l.cfg.SegmentBytes
+	lim := l.limits()
+	full := s.size+size > lim.SegmentBytes
 	wide := last-s.base > math.MaxInt32
-	old := l.cfg.SegmentAge > 0 && l.cfg.now().Sub(s.rollAt) >= l.cfg.SegmentAge
+	old := lim.SegmentAge > 0 && l.cfg.now().Sub(s.rollAt) >= lim.SegmentAge
 	if full || wide || old {
 		return l.roll()
 	}

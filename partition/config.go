@@ -8,9 +8,11 @@ import (
 	"time"
 )
 
-// Config sets the shape of a Log. The zero value is not usable; start from
-// DefaultConfig.
-type Config struct {
+// Limits are the settings a topic's configs give its log (Kafka's
+// segment.bytes, segment.ms, index.interval.bytes, max.message.bytes,
+// retention.bytes and retention.ms). Log.SetLimits changes them while the
+// log is open, as an altered topic config takes effect in Kafka.
+type Limits struct {
 	// SegmentBytes is the size at which the active segment is rolled: an
 	// append that would take a non-empty segment past it goes to a new one.
 	// At most math.MaxInt32, because index positions are 32-bit (as in Kafka).
@@ -36,6 +38,12 @@ type Config struct {
 	// timestamp is older than this by Clock (Kafka's retention.ms).
 	// Zero or negative keeps everything.
 	RetentionAge time.Duration
+}
+
+// Config sets the shape of a Log. The zero value is not usable; start from
+// DefaultConfig.
+type Config struct {
+	Limits
 
 	// WritebackBytes starts the kernel writing a segment's bytes to disk
 	// (without waiting) each time this many have been appended since the
@@ -67,23 +75,31 @@ type Config struct {
 // unlimited retention by size and seven days by time.
 func DefaultConfig() Config {
 	return Config{
-		SegmentBytes:       1 << 30,
-		SegmentAge:         7 * 24 * time.Hour,
-		IndexIntervalBytes: 4096,
-		MaxBatchBytes:      1048588,
-		RetentionBytes:     -1,
-		RetentionAge:       7 * 24 * time.Hour,
-		WritebackBytes:     1 << 20,
+		Limits: Limits{
+			SegmentBytes:       1 << 30,
+			SegmentAge:         7 * 24 * time.Hour,
+			IndexIntervalBytes: 4096,
+			MaxBatchBytes:      1048588,
+			RetentionBytes:     -1,
+			RetentionAge:       7 * 24 * time.Hour,
+		},
+		WritebackBytes: 1 << 20,
 	}
 }
 
 // Validate reports the first setting that cannot work.
 func (c Config) Validate() error {
+	if c.WritebackBytes < 0 {
+		return errors.New("partition: negative writeback bytes")
+	}
+	return c.Limits.Validate()
+}
+
+// Validate reports the first limit that cannot work.
+func (c Limits) Validate() error {
 	switch {
 	case c.SegmentBytes < batchHeaderSize || c.SegmentBytes > math.MaxInt32:
 		return fmt.Errorf("partition: segment bytes %d outside [%d, %d]", c.SegmentBytes, batchHeaderSize, math.MaxInt32)
-	case c.WritebackBytes < 0:
-		return errors.New("partition: negative writeback bytes")
 	case c.SegmentAge < 0:
 		return errors.New("partition: negative segment age")
 	case c.IndexIntervalBytes <= 0:

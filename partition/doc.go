@@ -163,6 +163,10 @@
 //   - Recovery cuts the log at the first invalid batch even in an old
 //     segment (bit rot), as Kafka does; the owner must compare the
 //     recovered end with its own checkpoint and refill from raft.
+//   - The topic-level settings (Limits: segment and batch sizes, index
+//     spacing, retention) can change while the log is open (SetLimits), as
+//     an altered topic config takes effect in Kafka; written segments keep
+//     their shape. A log a snapshot install opens keeps the current ones.
 //   - A Replica reopens at its checkpoint (the last raft snapshot) and
 //     raft replays the entries after it. When the log start has moved past
 //     the checkpoint's end since (DeleteRecords or retention applied after

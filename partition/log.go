@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -18,7 +19,8 @@ import (
 // from any number of goroutines. See doc.go for the lock order.
 type Log struct {
 	dir    string
-	cfg    Config
+	cfg    Config // its Limits are the ones Open was given; lim holds the current
+	lim    atomic.Pointer[Limits]
 	fs     FS
 	logger *slog.Logger
 	decomp kgo.Decompressor
@@ -40,6 +42,23 @@ type Log struct {
 
 	hw  watched // high watermark
 	end watched // log end offset
+}
+
+// limits returns the log's current limits.
+func (l *Log) limits() *Limits { return l.lim.Load() }
+
+// Limits returns the log's current limits.
+func (l *Log) Limits() Limits { return *l.lim.Load() }
+
+// SetLimits changes the log's limits while it is open: the next append,
+// roll and retention pass use them. Segments already written keep their
+// size and index spacing.
+func (l *Log) SetLimits(lim Limits) error {
+	if err := lim.Validate(); err != nil {
+		return err
+	}
+	l.lim.Store(&lim)
+	return nil
 }
 
 // SegmentInfo describes one segment file.
@@ -68,6 +87,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		logger: logging.Discard(cfg.Logger).With("dir", dir),
 		decomp: kgo.DefaultDecompressor(),
 	}
+	l.lim.Store(&cfg.Limits)
 	if err := l.recover(); err != nil {
 		l.releaseAll()
 		return nil, fmt.Errorf("open log %s: %w", dir, err)

@@ -289,7 +289,7 @@ func (l *Log) scanSegment(s *segment, size int64) (torn bool, err error) {
 			l.logger.Warn("cutting segment at its first bad batch", "segment", s.base, "pos", s.size, "size", size, "err", err)
 			break
 		}
-		s.addBatch(h, l.cfg.IndexIntervalBytes)
+		s.addBatch(h, l.limits().IndexIntervalBytes)
 	}
 	if s.size < size {
 		if err := s.f.Truncate(s.size); err != nil {

@@ -335,7 +335,9 @@ func (r *Replica) swapIn(staged string) error {
 	if err := OSFS().SyncDir(filepath.Dir(r.cfg.Dir)); err != nil {
 		return err
 	}
-	l, err := Open(r.cfg.Dir, r.cfg.Log)
+	cfg := r.cfg.Log
+	cfg.Limits = r.Log().Limits() // as SetLimits last left them
+	l, err := Open(r.cfg.Dir, cfg)
 	if err != nil {
 		return err
 	}

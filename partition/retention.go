@@ -90,7 +90,7 @@ func (l *Log) RetentionOffset() int64 {
 			v.seg.release()
 		}
 	}()
-	cutoff := l.cfg.now().Add(-l.cfg.RetentionAge).UnixMilli()
+	cutoff := l.cfg.now().Add(-l.limits().RetentionAge).UnixMilli()
 	var total int64
 	for _, v := range views {
 		total += v.size
@@ -134,14 +134,15 @@ func (l *Log) activeSize() int64 {
 }
 
 func (l *Log) overBytes(total, size int64) bool {
-	return l.cfg.RetentionBytes >= 0 && total-size >= l.cfg.RetentionBytes
+	limit := l.limits().RetentionBytes
+	return limit >= 0 && total-size >= limit
 }
 
 // expired reports whether a segment's newest record is older than cutoff
 // (Unix ms). A segment without timestamps uses its file's modification
 // time, as Kafka does.
 func (l *Log) expired(v segView, cutoff int64) bool {
-	if l.cfg.RetentionAge <= 0 {
+	if l.limits().RetentionAge <= 0 {
 		return false
 	}
 	ts := v.maxTS

@@ -111,3 +111,49 @@ func TestLog_RetentionByAge(t *testing.T) {
 		t.Fatalf("retention offers %d, want 3: the active segment stays", got)
 	}
 }
+
+// SetLimits takes effect on an open log: a smaller segment size rolls at
+// the next append, and a retention size set later is applied by the next
+// retention pass. Limits that cannot work are refused and change nothing.
+func TestLog_SetLimitsWhileOpen(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetentionAge = 0 // the batches are stamped in 1970
+	l := openLog(t, t.TempDir(), cfg)
+	fillLog(t, l, 20)
+	if n := len(l.Segments()); n != 1 {
+		t.Fatalf("%d segments before the change, want 1", n)
+	}
+	if err := l.SetHighWatermark(l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.RetentionOffset(); got != 0 {
+		t.Fatalf("retention offers %d with unlimited retention", got)
+	}
+	lim := cfg.Limits
+	lim.SegmentBytes, lim.MaxBatchBytes = 2048, 2048
+	if err := l.SetLimits(lim); err != nil {
+		t.Fatal(err)
+	}
+	fillLog(t, l, 20)
+	if n := len(l.Segments()); n < 3 {
+		t.Fatalf("%d segments after the segment size fell to 2048, want several", n)
+	}
+	if err := l.SetHighWatermark(l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	lim.RetentionBytes = 3000
+	if err := l.SetLimits(lim); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.RetentionOffset(); got <= 0 {
+		t.Fatalf("retention offers %d after retention.bytes fell to 3000", got)
+	}
+	bad := lim
+	bad.SegmentBytes = 10
+	if err := l.SetLimits(bad); err == nil {
+		t.Fatal("a 10-byte segment size was accepted")
+	}
+	if l.limits().SegmentBytes != 2048 {
+		t.Fatalf("a refused change took effect: segment bytes %d", l.limits().SegmentBytes)
+	}
+}
