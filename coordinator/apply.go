@@ -3,6 +3,7 @@ package coordinator
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -63,6 +64,10 @@ func (s *State) createTopic(c *CreateTopic) Result {
 	}
 	if _, ok := s.Topics[c.Name]; ok {
 		return Result{Err: cmdErr(kerr.TopicAlreadyExists, "topic %q already exists", c.Name)}
+	}
+	if other, ok := s.collidesWith(c.Name); ok {
+		// As Kafka: '.' and '_' become the same character in metric names.
+		return Result{Err: cmdErr(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' are the same in metric names)", c.Name, other)}
 	}
 	if _, ok := s.TopicByID(c.ID); ok || c.ID == ([16]byte{}) {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "topic id %x is zero or taken", c.ID)}
@@ -204,6 +209,18 @@ func (t *Topic) copy() *Topic {
 	c.Configs = maps.Clone(t.Configs)
 	c.Partitions = slices.Clone(t.Partitions)
 	return &c
+}
+
+// collidesWith returns an existing topic whose name differs from name
+// only by '.' against '_'.
+func (s *State) collidesWith(name string) (string, bool) {
+	key := strings.ReplaceAll(name, ".", "_")
+	for other := range s.Topics {
+		if strings.ReplaceAll(other, ".", "_") == key {
+			return other, true
+		}
+	}
+	return "", false
 }
 
 // ValidateTopicName applies Kafka's topic naming rules.

@@ -92,6 +92,7 @@ func TestMetadata_PlacementSkipsDeadBrokers(t *testing.T) {
 func TestMetadata_CommandErrorsLeaveStateAlone(t *testing.T) {
 	m := withBrokers(t, 3)
 	applyCmd(t, m, &Command{CreateTopic: &CreateTopic{Name: "t", ID: topicID(1), Partitions: 1, ReplicationFactor: 1}})
+	applyCmd(t, m, &Command{CreateTopic: &CreateTopic{Name: "a.b", ID: topicID(7), Partitions: 1, ReplicationFactor: 1}})
 	before := m.View()
 	cases := []struct {
 		name string
@@ -106,6 +107,7 @@ func TestMetadata_CommandErrorsLeaveStateAlone(t *testing.T) {
 		{"isr reserved", Command{CreateTopic: &CreateTopic{Name: "c", ID: topicID(5), Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"replication.mode": "isr"}}}, kerr.InvalidConfig},
 		{"delete unknown", Command{DeleteTopic: &DeleteTopic{Name: "nope"}}, kerr.UnknownTopicOrPartition},
 		{"shrink", Command{CreatePartitions: &CreatePartitions{Name: "t", Count: 1}}, kerr.InvalidPartitions},
+		{"collides", Command{CreateTopic: &CreateTopic{Name: "a_b", ID: topicID(8), Partitions: 1, ReplicationFactor: 1}}, kerr.InvalidTopicException},
 		{"bad assignment", Command{CreateTopic: &CreateTopic{Name: "a", ID: topicID(6), Partitions: 1, Assignment: [][]uint64{{1, 1}}}}, kerr.InvalidReplicaAssignment},
 	}
 	for _, c := range cases {

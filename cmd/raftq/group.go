@@ -327,13 +327,13 @@ func applyReset(ctx context.Context, e *env, adm *kadm.Client, group string, pla
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TOPIC\tPARTITION\tCURRENT\tNEW")
-	plan.Each(func(o kadm.Offset) {
+	for _, o := range plan.Sorted() {
 		cur := "-"
 		if c, ok := current.Lookup(o.Topic, o.Partition); ok && c.Err == nil {
 			cur = strconv.FormatInt(c.At, 10)
 		}
 		fmt.Fprintf(w, "%s\t%d\t%s\t%d\n", o.Topic, o.Partition, cur, o.At)
-	})
+	}
 	_ = w.Flush()
 	if !execute {
 		fmt.Fprintln(e.stdout, "\ndry run: pass --execute to commit these offsets")

@@ -25,3 +25,12 @@ func TestStatusURL(t *testing.T) {
 		}
 	}
 }
+
+// Kafka prints a topic id as URL-safe base64 without padding
+// (org.apache.kafka.common.Uuid.toString).
+func TestKafkaUUID(t *testing.T) {
+	id := [16]byte{0xfb, 0xff, 0xbf, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	if got, want := kafkaUUID(id), "-_-_AAECAwQFBgcICQoLDA"; got != want {
+		t.Errorf("kafkaUUID = %q, want %q", got, want)
+	}
+}

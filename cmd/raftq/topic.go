@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -136,7 +137,7 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "topic %s  id %s\n", td.Topic, td.ID)
+	fmt.Fprintf(e.stdout, "topic %s  id %s\n", td.Topic, kafkaUUID(td.ID))
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tOFFLINE\tSTART\tEND")
 	var unknown []string
@@ -161,6 +162,9 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 // describeOffsetsWait is how long describe retries the offsets of a
 // partition whose leader is moving: a leaderless one is shown as such.
 const describeOffsetsWait = 3 * time.Second
+
+// kafkaUUID writes an id as Kafka's tools do: URL-safe base64, unpadded.
+func kafkaUUID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // leaderName shows a partition's leader, or "none", as kafka-topics does.
 func leaderName(id int32) string {
