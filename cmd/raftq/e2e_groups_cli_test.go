@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,9 @@ func grpCLIChecks(t *testing.T, c *chaos.Cluster) {
 	}
 	if out, err = grpCLI(t, c, "reset-offsets", group, "--topic", topic, "--to-offset", "7"); err != nil || !strings.Contains(out, "dry run") {
 		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?s)grp-mixed\s+0\s.*grp-mixed\s+1\s.*grp-mixed\s+2\s.*grp-mixed\s+3\s.*grp-mixed\s+4\s.*grp-mixed\s+5\s`).MatchString(out) {
+		t.Errorf("dry run not in partition order:\n%s", out)
 	}
 	if m := committed(); m[0] != 30 {
 		t.Fatalf("a dry run changed offsets: %v", m)
