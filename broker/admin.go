@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -21,6 +22,7 @@ func (n *Node) startAdmin() error {
 	}
 	n.metrics.reg.MustRegister(partitionCollector{n})
 	n.metrics.registerWAL(n.host.Metrics)
+	n.metrics.registerOffline(func() int { return len(n.offlineReplicas()) })
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -50,6 +52,8 @@ type Status struct {
 	Metadata   GroupStatus       `json:"metadata"`
 	Brokers    []BrokerStatus    `json:"brokers"`
 	Partitions []PartitionStatus `json:"partitions"`
+	// Offline are the replicas placed on this node that it cannot open.
+	Offline []OfflineReplica `json:"offline_replicas,omitempty"`
 }
 
 // GroupStatus is one raft group's state on this node.
@@ -101,6 +105,7 @@ func (n *Node) Status() Status {
 		}
 		out.Partitions = append(out.Partitions, ps)
 	}
+	out.Offline = n.offlineReplicas()
 	sort.Slice(out.Partitions, func(i, j int) bool {
 		a, b := out.Partitions[i], out.Partitions[j]
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
@@ -133,6 +138,9 @@ func (n *Node) serveIndex(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "metadata group: %s term %d leader %d commit %d\n\n", s.Metadata.Role, s.Metadata.Term, s.Metadata.Leader, s.Metadata.Commit)
 	for _, p := range s.Partitions {
 		fmt.Fprintf(w, "%s-%d  %-9s term %-4d leader %-2d hw %-10d start %d\n", p.Topic, p.Partition, p.Role, p.Term, p.Leader, p.HighWatermark, p.LogStart)
+	}
+	for _, o := range s.Offline {
+		fmt.Fprintf(w, "%s-%d  OFFLINE since %s: %s\n", o.Topic, o.Partition, o.Since.Format(time.RFC3339), o.Error)
 	}
 	fmt.Fprintln(w, "\n/metrics  /v1/status  /debug/pprof/")
 }

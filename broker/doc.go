@@ -31,6 +31,13 @@
 // applyTopicConfigs), so an altered retention, segment size or
 // max.message.bytes takes effect without a restart.
 //
+// Offline replicas: a replica the metadata places here that the node
+// cannot open (a damaged log, a full disk) is retried by the reconcile
+// loop; meanwhile Metadata from this node reports it offline and never
+// names this node its leader, /v1/status lists it under offline_replicas
+// with the error, cluster status prints it, and raftq_offline_replicas
+// counts it.
+//
 // Brokers: the metadata leader marks a broker dead when it has not heard
 // from it for three election timeouts. Metadata and DescribeCluster then
 // leave it out, as Kafka lists only live brokers; its replicas still show

@@ -143,15 +143,18 @@ func (n *Node) partitionMetadata(st *coordinator.State, p *coordinator.Partition
 	mp := kmsg.NewMetadataResponseTopicPartition()
 	mp.Partition = p.Index
 	leader, term := n.leaderOf(p)
+	// A replica here that failed to open takes no part in the group: a
+	// hint naming this node as leader dates from before.
+	selfOffline := p.HasReplica(n.cfg.NodeID) && n.isOffline(p.Group)
 	mp.Leader, mp.LeaderEpoch = -1, int32(term)
-	if b, ok := st.Brokers[leader]; ok && b.Alive {
+	if b, ok := st.Brokers[leader]; ok && b.Alive && !(selfOffline && leader == n.cfg.NodeID) {
 		mp.Leader = int32(leader)
 	} else {
 		mp.ErrorCode = kerr.LeaderNotAvailable.Code
 	}
 	for _, id := range p.Replicas {
 		mp.Replicas = append(mp.Replicas, int32(id))
-		if b, ok := st.Brokers[id]; ok && b.Alive {
+		if b, ok := st.Brokers[id]; ok && b.Alive && !(selfOffline && id == n.cfg.NodeID) {
 			mp.ISR = append(mp.ISR, int32(id))
 		} else {
 			mp.OfflineReplicas = append(mp.OfflineReplicas, int32(id))

@@ -58,6 +58,14 @@ func newMetrics() *metrics {
 	return m
 }
 
+// registerOffline exports how many replicas placed on the node it cannot
+// open, read at scrape time (Kafka's OfflineReplicaCount).
+func (m *metrics) registerOffline(count func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "raftq_offline_replicas", Help: "Partition replicas placed on this node that it cannot open; see offline_replicas in /v1/status.",
+	}, func() float64 { return float64(count()) }))
+}
+
 // registerWAL exports the raft host's fsync counters, read at scrape time:
 // their ratio is how many groups' saves share an fsync (1 with a WAL per
 // group; more with the shared WAL when several groups have work).

@@ -40,8 +40,9 @@ type Node struct {
 	metrics *metrics
 	apis    []kafka.APIRange
 
-	mu       sync.Mutex // guards replicas and closed
+	mu       sync.Mutex // guards replicas, offline and closed
 	replicas map[uint64]*replica
+	offline  map[uint64]OfflineReplica // replicas placed here that failed to open, by raft group
 	closed   bool
 
 	pids producerIDs
@@ -65,6 +66,7 @@ func New(cfg Config) (*Node, error) {
 		log:      logging.Discard(cfg.Logger).With("node", cfg.NodeID),
 		meta:     coordinator.NewMetadata(),
 		replicas: map[uint64]*replica{},
+		offline:  map[uint64]OfflineReplica{},
 		metrics:  newMetrics(),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())

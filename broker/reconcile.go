@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
@@ -51,14 +52,72 @@ func (n *Node) reconcile(s *coordinator.State) {
 		r, err := n.openReplica(ref)
 		if err != nil {
 			n.log.Error("open partition replica", "topic", ref.Topic.Name, "partition", ref.Partition.Index, "err", err)
+			n.noteOffline(gid, ref, err)
 			continue
 		}
 		n.mu.Lock()
 		n.replicas[gid] = r
+		delete(n.offline, gid)
 		n.mu.Unlock()
 		n.log.Info("hosting partition", "topic", r.topic, "partition", r.index, "group", r.gid)
 	}
+	n.forgetOffline(want)
 	n.sweepOrphans(s, want)
+}
+
+// OfflineReplica is a replica the metadata places on this node that it
+// cannot open (a damaged log, a full disk): the node takes no part in the
+// partition's raft group until a retry succeeds (reconcile retries every
+// few seconds). Metadata reports it offline, /v1/status and cluster
+// status name it with its error, and raftq_offline_replicas counts them.
+type OfflineReplica struct {
+	Topic     string    `json:"topic"`
+	Partition int32     `json:"partition"`
+	Error     string    `json:"error"`
+	Since     time.Time `json:"since"`
+}
+
+func (n *Node) noteOffline(gid uint64, ref coordinator.PartitionRef, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	since := time.Now()
+	if o, ok := n.offline[gid]; ok {
+		since = o.Since
+	}
+	n.offline[gid] = OfflineReplica{Topic: ref.Topic.Name, Partition: ref.Partition.Index, Error: err.Error(), Since: since}
+}
+
+// forgetOffline drops failures of replicas no longer placed here.
+func (n *Node) forgetOffline(want map[uint64]coordinator.PartitionRef) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for gid := range n.offline {
+		if _, ok := want[gid]; !ok {
+			delete(n.offline, gid)
+		}
+	}
+}
+
+// isOffline reports whether this node failed to open its replica of gid.
+func (n *Node) isOffline(gid uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.offline[gid]
+	return ok
+}
+
+// offlineReplicas lists the replicas this node failed to open.
+func (n *Node) offlineReplicas() []OfflineReplica {
+	n.mu.Lock()
+	out := make([]OfflineReplica, 0, len(n.offline))
+	for _, o := range n.offline {
+		out = append(out, o)
+	}
+	n.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Topic < out[j].Topic || out[i].Topic == out[j].Topic && out[i].Partition < out[j].Partition
+	})
+	return out
 }
 
 // dropReplica removes a replica whose topic was deleted, with its data.

@@ -3,8 +3,15 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -195,4 +202,64 @@ func TestNode_AlteredConfigsApplyWhileRunning(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A replica that cannot be opened (here its checkpoint is damaged) is
+// reported, not hidden: Metadata from its node shows it offline and never
+// names the node leader, /v1/status and raftq_offline_replicas name it,
+// and once the damage is gone the node's retry brings it back.
+func TestNode_ReplicaThatCannotOpenIsOffline(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "sick", 1, 3)
+	produceSync(t, cl, "sick", 0, "a", "b")
+	const sick = 3
+	dir := c.nodes[sick].logDir("sick", 0)
+	c.stop(sick)
+	bad := filepath.Join(dir, "replica.checkpoint")
+	if err := os.WriteFile(bad, []byte("{}\ndeadbeef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.start(sick)
+	n := c.nodes[sick]
+	eventually(t, "node 3 to report its replica offline", func() bool {
+		off := n.Status().Offline
+		return len(off) == 1 && off[0].Topic == "sick" && strings.Contains(off[0].Error, "crc")
+	})
+	if got := gaugeValue(t, n.metrics.reg, "raftq_offline_replicas"); got != 1 {
+		t.Errorf("raftq_offline_replicas = %v, want 1", got)
+	}
+	md := requestFrom[*kmsg.MetadataResponse](t, c.client(), sick, kmsg.NewPtrMetadataRequest()) // a new client: cl holds a connection to the old node 3
+	for _, tp := range md.Topics {
+		if *tp.Topic != "sick" {
+			continue
+		}
+		p := tp.Partitions[0]
+		if p.Leader == sick || !slices.Contains(p.OfflineReplicas, sick) || slices.Contains(p.ISR, sick) {
+			t.Errorf("node 3's metadata for sick-0: leader %d, isr %v, offline %v; want node 3 offline and not leading", p.Leader, p.ISR, p.OfflineReplicas)
+		}
+	}
+	if err := os.Remove(bad); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node 3 to open its replica on a retry and catch up", func() bool {
+		r := n.replicaFor("sick", 0)
+		return len(n.Status().Offline) == 0 && r != nil && r.sm.Log().HighWatermark() == 2
+	})
+}
+
+// gaugeValue reads an unlabelled gauge from a registry.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }

@@ -44,7 +44,31 @@ func runCluster(ctx context.Context, e *env, args []string) error {
 	}
 	printNodes(e, seed, statuses)
 	printPartitions(e, statuses)
+	printOffline(e, statuses)
 	return nil
+}
+
+// printOffline lists the replicas nodes failed to open, if any.
+func printOffline(e *env, statuses map[uint64]*broker.Status) {
+	ids := make([]uint64, 0, len(statuses))
+	for id, s := range statuses {
+		if len(s.Offline) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	fmt.Fprintln(e.stdout, "\nOFFLINE REPLICAS (the node cannot open them; it retries every few seconds)")
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tTOPIC\tPARTITION\tSINCE\tERROR")
+	for _, id := range ids {
+		for _, o := range statuses[id].Offline {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\n", id, o.Topic, o.Partition, o.Since.Format(time.RFC3339), o.Error)
+		}
+	}
+	w.Flush()
 }
 
 func fetchStatus(ctx context.Context, addr string) (broker.Status, error) {
