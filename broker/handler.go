@@ -29,6 +29,7 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.AlterConfigs.Int16(), 2, n.serveAlterConfigs)
 	route(kmsg.IncrementalAlterConfigs.Int16(), 1, n.serveIncrementalAlterConfigs)
 	route(kmsg.DescribeCluster.Int16(), 2, n.serveDescribeCluster)
+	route(kmsg.DescribeLogDirs.Int16(), 4, n.serveDescribeLogDirs)
 	route(kmsg.DeleteRecords.Int16(), 2, n.serveDeleteRecords)
 	n.routeGroups(route)
 	n.apis = m.APIs()

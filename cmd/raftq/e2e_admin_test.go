@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,31 @@ func TestE2E_Admin(t *testing.T) {
 		_, retSrc := topicConfig(ctx, adm, "adm", "retention.ms")
 		return segNow == seg && segSrc == kmsg.ConfigSourceDynamicTopicConfig && retSrc == kmsg.ConfigSourceDefaultConfig
 	})
+
+	// DescribeLogDirs: every broker has one log dir on a real volume and
+	// holds each adm partition, with bytes in it.
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatalf("describe log dirs: %v", err)
+	}
+	if len(dirs) != 3 {
+		t.Errorf("log dirs from %d brokers, want 3", len(dirs))
+	}
+	for b, ds := range dirs {
+		if len(ds) != 1 || ds.Error() != nil {
+			t.Errorf("broker %d: %d log dirs (%v), want 1", b, len(ds), ds.Error())
+		}
+		for _, d := range ds {
+			if !strings.HasSuffix(d.Dir, "/log") || d.TotalBytes <= 0 || d.UsableBytes <= 0 || d.UsableBytes > d.TotalBytes {
+				t.Errorf("broker %d: dir %q, volume %d bytes, %d usable", b, d.Dir, d.TotalBytes, d.UsableBytes)
+			}
+		}
+		for p := range int32(3) {
+			if lp, ok := ds.LookupPartition("adm", p); !ok || lp.Size <= 0 {
+				t.Errorf("broker %d: adm-%d in its log dir: %v, %d bytes; want it with its records", b, p, ok, lp.Size)
+			}
+		}
+	}
 
 	// DescribeCluster names every node and the cluster id.
 	dreq := kmsg.NewPtrDescribeClusterRequest()
