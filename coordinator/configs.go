@@ -37,8 +37,8 @@ func buildTopicConfigs() map[string]ConfigDef {
 	defineConfig("index.interval.bytes", "4096", "bytes between sparse index entries", intAtLeast(0))
 	defineConfig("message.timestamp.type", "CreateTime", "only CreateTime is supported", oneOf("CreateTime"))
 	defineConfig("compression.type", "producer", "batches are stored as produced", oneOf("producer"))
-	defineConfig("min.insync.replicas", "1", "isr mode: replicas that must ack acks=all", intAtLeast(1))
-	defineConfig("unclean.leader.election.enable", "false", "isr mode: elect out-of-sync replicas", oneOf("true", "false"))
+	defineConfig("min.insync.replicas", "1", "isr mode only; with replication.mode=raft an acks=all write waits for a majority of the replicas (2 of 3, 3 of 5), whatever this says", intAtLeast(1))
+	defineConfig("unclean.leader.election.enable", "false", "isr mode only; raft mode never elects a replica that lacks committed writes", oneOf("true", "false"))
 	defineConfig("replication.mode", ModeRaft, "raft (each partition a raft group) or isr (Kafka-style)", oneOf(ModeRaft, ModeISR))
 	return defs
 }
