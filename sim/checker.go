@@ -116,6 +116,20 @@ func (c *checker) final(nodes, groups []uint64) {
 	}
 }
 
+// converged reports whether every replica of every group has applied
+// the same sequence.
+func (c *checker) converged(nodes, groups []uint64) bool {
+	for _, gid := range groups {
+		first := c.replicas[[2]uint64{nodes[0], gid}]
+		for _, n := range nodes[1:] {
+			if !slices.Equal(c.replicas[[2]uint64{n, gid}], first) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func firstDiff(a, b []record) string {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {

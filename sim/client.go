@@ -132,6 +132,10 @@ func (s *Sim) finish() error {
 	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
 		groups = append(groups, g)
 	}
+	// A proposal whose outcome was unknown (its node crashed, say) may
+	// still commit after its group's marker: give every replica time to
+	// apply it too. A replica that never catches up fails the check.
+	s.until(600, func() bool { return s.chk.converged(nodes, groups) })
 	s.chk.final(nodes, groups)
 	for _, r := range s.chk.replicas {
 		s.res.Applied += len(r)
