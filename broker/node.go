@@ -118,7 +118,8 @@ func (n *Node) startRaft() error {
 			pc.Peers[id] = addr
 		}
 	}
-	pc.Logger = n.log.With("component", "peer")
+	// The transport and the raft host add the node id themselves.
+	pc.Logger = logging.Discard(n.cfg.Logger).With("component", "peer")
 	pc.Dial = peerDialer(n.cfg.PeerAddr)
 	t, err := peer.New(pc)
 	if err != nil {
@@ -131,7 +132,7 @@ func (n *Node) startRaft() error {
 	hc.SnapshotEntries, hc.Fsync, hc.SharedWAL = n.cfg.SnapshotEntries, n.cfg.Fsync, n.cfg.SharedWAL
 	hc.AsyncStorageWrites = n.cfg.AsyncStorageWrites
 	hc.SnapshotCatchUpEntries = min(hc.SnapshotCatchUpEntries, n.cfg.SnapshotEntries)
-	hc.Logger = n.log.With("component", "raft")
+	hc.Logger = logging.Discard(n.cfg.Logger).With("component", "raft")
 	hc.ObserveSync = func(d time.Duration) { n.metrics.walSync.Observe(d.Seconds()) }
 	h, err := raftgroup.NewHost(hc)
 	if err != nil {

@@ -133,20 +133,31 @@ func printDevBanner(e *env, nodes []*broker.Node, dir string, temp bool) {
 	if temp {
 		where += " (removed on exit)"
 	}
+	self := selfCommand(os.Args[0])
 	fmt.Fprintf(e.stdout, `raftq dev cluster: %d nodes, data in %s
 
   bootstrap servers   %s
   admin               %s
 
 Try it (topics are created on first use):
-  go run ./cmd/raftq topic create demo --partitions 3 --brokers %s
-  echo hello | go run ./cmd/raftq produce demo --brokers %s
-  go run ./cmd/raftq consume demo --brokers %s
-  kcat -b %s -t demo -C
-  go run ./cmd/raftq cluster status --admin %s
+  %[5]s topic create demo --partitions 3 --brokers %[6]s
+  echo hello | %[5]s produce demo --brokers %[6]s
+  %[5]s consume demo --brokers %[6]s
+  kcat -b %[7]s -t demo -C
+  %[5]s cluster status --admin %[8]s
 
-franz-go: kgo.NewClient(kgo.SeedBrokers(%q))
+franz-go: kgo.NewClient(kgo.SeedBrokers(%[7]q))
 
 Ctrl-C stops the cluster.
-`, len(nodes), where, bootstrap, strings.Join(admin, " "), bootstrap, bootstrap, bootstrap, kafka[0], strings.TrimSuffix(strings.TrimPrefix(admin[0], "http://"), "/"), kafka[0])
+`, len(nodes), where, bootstrap, strings.Join(admin, " "), self, bootstrap, kafka[0], strings.TrimSuffix(strings.TrimPrefix(admin[0], "http://"), "/"))
+}
+
+// selfCommand is how the banner tells the user to run raftq again: "go
+// run ./cmd/raftq" when go run built this binary (into a temporary
+// go-build directory), else the path it was started as.
+func selfCommand(arg0 string) string {
+	if strings.Contains(arg0, string(filepath.Separator)+"go-build") {
+		return "go run ./cmd/raftq"
+	}
+	return arg0
 }

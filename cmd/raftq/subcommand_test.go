@@ -34,3 +34,16 @@ func TestKafkaUUID(t *testing.T) {
 		t.Errorf("kafkaUUID = %q, want %q", got, want)
 	}
 }
+
+func TestSelfCommand(t *testing.T) {
+	for arg0, want := range map[string]string{
+		"/tmp/go-build1234/b001/exe/raftq": "go run ./cmd/raftq",
+		"./raftq":                          "./raftq",
+		"raftq":                            "raftq",
+		"/usr/local/bin/raftq":             "/usr/local/bin/raftq",
+	} {
+		if got := selfCommand(arg0); got != want {
+			t.Errorf("selfCommand(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}
