@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ func runDev(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cleanup()
+	if *dataDir == "" {
+		defer removeOnForcedQuit(ctx, e, dir)()
+	}
 	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
 	defer func() {
 		for _, n := range started {
@@ -64,6 +68,39 @@ func devDataDir(dir string) (string, func(), error) {
 		return "", nil, err
 	}
 	return tmp, func() { os.RemoveAll(tmp) }, nil
+}
+
+// removeOnForcedQuit keeps a second Ctrl-C, which quits at once while
+// the nodes are still stopping, from leaving the temporary data dir
+// behind: once ctx ends it takes the next interrupt itself, removes dir
+// and exits 130. The returned func stops the watch.
+func removeOnForcedQuit(ctx context.Context, e *env, dir string) (stop func()) {
+	done := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		signal.Notify(sig, os.Interrupt)
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		fmt.Fprintf(e.stderr, "quitting at once; removing %s\n", dir)
+		for range 3 { // nodes still writing may add files as it goes
+			if os.RemoveAll(dir) == nil {
+				break
+			}
+		}
+		os.Exit(130)
+	}()
+	return func() {
+		close(done)
+		signal.Stop(sig)
+	}
 }
 
 // devStorage is the storage flags every dev node shares.

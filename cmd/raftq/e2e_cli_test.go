@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,48 +30,17 @@ import (
 // consumes through the cluster it prints, stops it with SIGINT, and wants
 // exit status 0 and its temporary data dir gone.
 func TestE2E_Dev(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real raftq dev process; skipped with -short")
+	d := startDev(t)
+	dataDir := bannerField(t, d.banner, `data in (\S+) \(removed on exit\)`)
+	bootstrap := strings.Split(bannerField(t, d.banner, `bootstrap servers\s+(\S+)`), ",")
+	if !strings.HasPrefix(dataDir, d.tmp) {
+		t.Errorf("data dir %s is not under TMPDIR %s", dataDir, d.tmp)
 	}
-	base, admin := freePortRuns(t)
-	tmp := t.TempDir()
-	cmd := exec.Command(raftqBinary, "dev", "--base-port", fmt.Sprint(base), "--admin-port", fmt.Sprint(admin))
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Logf("raftq dev stderr:\n%s", stderr.String())
-		}
-	}()
-
-	banner := readBanner(t, stdout)
-	go func() {
-		_, _ = io.Copy(io.Discard, stdout)
-		exited <- cmd.Wait()
-	}()
-	dataDir := bannerField(t, banner, `data in (\S+) \(removed on exit\)`)
-	bootstrap := strings.Split(bannerField(t, banner, `bootstrap servers\s+(\S+)`), ",")
-	if !strings.HasPrefix(dataDir, tmp) {
-		t.Errorf("data dir %s is not under TMPDIR %s", dataDir, tmp)
-	}
-	if want := fmt.Sprintf("127.0.0.1:%d", base); !slices.Contains(bootstrap, want) {
+	if want := fmt.Sprintf("127.0.0.1:%d", d.base); !slices.Contains(bootstrap, want) {
 		t.Errorf("bootstrap %v lacks %s", bootstrap, want)
 	}
-	if !strings.Contains(banner, "kcat -b") || !strings.Contains(banner, "raftq produce") {
-		t.Errorf("the banner does not say how to produce and consume:\n%s", banner)
+	if !strings.Contains(d.banner, "kcat -b") || !strings.Contains(d.banner, "raftq produce") {
+		t.Errorf("the d.banner does not say how to produce and consume:\n%s", d.banner)
 	}
 
 	// Topics are created on first use in dev.
@@ -100,11 +70,11 @@ func TestE2E_Dev(t *testing.T) {
 	}
 	cl.Close()
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-d.exited:
 		if err != nil {
 			t.Errorf("raftq dev exited with %v after SIGINT, want status 0", err)
 		}
@@ -114,7 +84,7 @@ func TestE2E_Dev(t *testing.T) {
 	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
 		t.Errorf("data dir %s still there after exit (%v)", dataDir, err)
 	}
-	if !strings.Contains(stderr.String(), "stopping raftq dev cluster") {
+	if !strings.Contains(d.stderr.String(), "stopping raftq dev cluster") {
 		t.Errorf("no stop message on stderr")
 	}
 }
@@ -370,6 +340,75 @@ func (l *lockedBuffer) String() string {
 }
 
 // readBanner reads raftq dev's stdout up to the line that ends its banner.
+// devProcess is a `raftq dev` child process with a temporary data dir
+// under tmp, started and past its banner.
+type devProcess struct {
+	cmd    *exec.Cmd
+	tmp    string
+	base   int
+	banner string
+	stderr *lockedBuffer
+	exited chan error
+}
+
+func startDev(t *testing.T) *devProcess {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a real raftq dev process; skipped with -short")
+	}
+	base, admin := freePortRuns(t)
+	d := &devProcess{tmp: t.TempDir(), base: base, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	d.cmd = exec.Command(raftqBinary, "dev", "--base-port", fmt.Sprint(base), "--admin-port", fmt.Sprint(admin))
+	d.cmd.Env = append(os.Environ(), "TMPDIR="+d.tmp)
+	stdout, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stderr = d.stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("raftq dev stderr:\n%s", d.stderr.String())
+		}
+	})
+	d.banner = readBanner(t, stdout)
+	go func() {
+		_, _ = io.Copy(io.Discard, stdout)
+		d.exited <- d.cmd.Wait()
+	}()
+	return d
+}
+
+// A second Ctrl-C quits `raftq dev` at once, while its nodes are still
+// stopping, and still removes the temporary data dir.
+func TestE2E_DevSecondInterruptRemovesTempDir(t *testing.T) {
+	d := startDev(t)
+	dataDir := bannerField(t, d.banner, `data in (\S+) \(removed on exit\)`)
+	for range 2 {
+		if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-d.exited:
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 130) {
+			t.Errorf("raftq dev after two SIGINTs: %v, want status 130 (or 0 if the first finished the stop)", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("raftq dev still running 60s after two SIGINTs")
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("data dir %s still there after a forced quit (%v)", dataDir, err)
+	}
+}
+
 func readBanner(t *testing.T, r io.Reader) string {
 	t.Helper()
 	lines := make(chan string)
