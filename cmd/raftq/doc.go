@@ -18,7 +18,7 @@
 // second. Records still unanswered then are counted and reported, and the
 // exit status is 1: without that bound, a client whose cluster had gone
 // would retry them for ever.
-// A second Ctrl-C kills the command at once (raftq dev then leaves its
-// temporary data directory behind, and raftq jepsen run its report
-// unwritten); a repeated SIGTERM changes nothing.
+// A second Ctrl-C quits the command at once (raftq dev still removes its
+// temporary data directory and exits 130; raftq jepsen run leaves its
+// report unwritten); a repeated SIGTERM changes nothing.
 package main
