@@ -87,6 +87,7 @@ func TestE2E_Admin(t *testing.T) {
 		_, retSrc := topicConfig(ctx, adm, "adm", "retention.ms")
 		return segNow == seg && segSrc == kmsg.ConfigSourceDynamicTopicConfig && retSrc == kmsg.ConfigSourceDefaultConfig
 	})
+	saramaAdminReads(t, sadm)
 
 	// DescribeLogDirs: every broker has one log dir on a real volume and
 	// holds each adm partition, with bytes in it.
@@ -196,4 +197,44 @@ func topicConfig(ctx context.Context, adm *kadm.Client, topic, key string) (stri
 		}
 	}
 	return "", 0
+}
+
+// saramaAdminReads runs sarama ClusterAdmin's read calls against the
+// cluster TestE2E_Admin built: topic adm with 3 partitions and
+// segment.bytes=2097152 on three brokers.
+func saramaAdminReads(t *testing.T, sadm sarama.ClusterAdmin) {
+	t.Helper()
+	topics, err := sadm.ListTopics()
+	if d, ok := topics["adm"]; err != nil || !ok || d.NumPartitions != 3 || d.ReplicationFactor != 3 {
+		t.Errorf("sarama ListTopics: %v, adm %+v", err, d)
+	}
+	entries, err := sadm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "adm"})
+	found := false
+	for _, e := range entries {
+		found = found || e.Name == "segment.bytes" && e.Value == "2097152"
+	}
+	if err != nil || !found {
+		t.Errorf("sarama DescribeConfig: %v, segment.bytes=2097152 found %v", err, found)
+	}
+	brokers, _, err := sadm.DescribeCluster()
+	if err != nil || len(brokers) != 3 {
+		t.Errorf("sarama DescribeCluster: %v, %d brokers", err, len(brokers))
+	}
+	dirs, err := sadm.DescribeLogDirs([]int32{1, 2, 3})
+	if err != nil || len(dirs) != 3 {
+		t.Fatalf("sarama DescribeLogDirs: %v, %d brokers", err, len(dirs))
+	}
+	for b, ds := range dirs {
+		parts := 0
+		for _, d := range ds {
+			for _, tp := range d.Topics {
+				if tp.Topic == "adm" {
+					parts += len(tp.Partitions)
+				}
+			}
+		}
+		if parts != 3 {
+			t.Errorf("sarama DescribeLogDirs: broker %d holds %d adm partitions, want 3", b, parts)
+		}
+	}
 }
