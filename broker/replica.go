@@ -63,7 +63,7 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		return nil, err
 	}
 	r.sm = sm
-	r.maxBatchBytes.Store(t.ConfigInt("max.message.bytes"))
+	r.maxBatchBytes.Store(maxBatchBytes(t))
 	machine, err := n.stateMachineFor(r)
 	if err != nil {
 		_ = sm.Close()
@@ -125,7 +125,7 @@ func (n *Node) standFirst(g *raftgroup.Group) {
 // retention limits and the largest batch produce takes. The reconcile
 // loop calls it on every metadata change.
 func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
-	r.maxBatchBytes.Store(t.ConfigInt("max.message.bytes"))
+	r.maxBatchBytes.Store(maxBatchBytes(t))
 	want := logConfig(t).Limits
 	l := r.sm.Log()
 	if l.Limits() == want {
@@ -138,22 +138,39 @@ func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
 	n.log.Info("topic configs applied to the partition log", "topic", r.topic, "partition", r.index)
 }
 
-// logConfig turns a topic's configs into the partition log's.
+// maxBatchBytes is the largest batch produce takes for t: its
+// max.message.bytes, and no more than a segment holds (Kafka refuses a
+// batch over segment.bytes too). The limit is checked before a batch is
+// proposed, never at apply, where every replica must take what raft
+// committed whatever its configs say at that moment.
+func maxBatchBytes(t *coordinator.Topic) int64 {
+	return min(t.ConfigInt("max.message.bytes"), t.ConfigInt("segment.bytes"))
+}
+
+// logConfig turns a topic's configs into the partition log's. Values the
+// coordinator accepts always give a valid log config: sizes are clamped
+// to what a segment can index, and times too long for a time.Duration
+// (Java's Long.MAX_VALUE, say) mean "never".
 func logConfig(t *coordinator.Topic) partition.Config {
 	c := partition.DefaultConfig()
-	c.SegmentBytes = min(t.ConfigInt("segment.bytes"), math.MaxInt32)
-	c.SegmentAge = time.Duration(t.ConfigInt("segment.ms")) * time.Millisecond
+	c.SegmentBytes = min(max(t.ConfigInt("segment.bytes"), partition.BatchHeaderSize), math.MaxInt32)
+	c.SegmentAge = msDuration(t.ConfigInt("segment.ms"))
 	c.IndexIntervalBytes = int(max(t.ConfigInt("index.interval.bytes"), 1))
-	// Apply must never refuse a committed batch for its size, so the log
-	// takes anything a segment can hold; produce enforces max.message.bytes.
+	// The replica appends committed batches whatever their size
+	// (AppendValidated); produce enforces maxBatchBytes before proposing.
 	c.MaxBatchBytes = int(c.SegmentBytes)
 	c.RetentionBytes = t.ConfigInt("retention.bytes")
-	if ms := t.ConfigInt("retention.ms"); ms > 0 {
-		c.RetentionAge = time.Duration(ms) * time.Millisecond
-	} else {
-		c.RetentionAge = 0
-	}
+	c.RetentionAge = msDuration(t.ConfigInt("retention.ms"))
 	return c
+}
+
+// msDuration is a config's milliseconds as a duration: 0 (never) when not
+// positive or too long to represent.
+func msDuration(ms int64) time.Duration {
+	if ms <= 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // claimPartitionDir makes dir belong to group gid, removing what another

@@ -30,3 +30,31 @@ func TestElectionHold(t *testing.T) {
 		}
 	}
 }
+
+// Every value the coordinator accepts for a topic gives a log config the
+// partition accepts: a replica never fails to open, or to take altered
+// configs, because of one.
+func TestLogConfig_AcceptedValuesAreValid(t *testing.T) {
+	extremes := map[string][]string{
+		"segment.bytes":        {"61", "1024", "9223372036854775807"},
+		"segment.ms":           {"1", "9223372036854775807"},
+		"retention.ms":         {"-1", "0", "9223372036854775807"},
+		"retention.bytes":      {"-1", "0", "9223372036854775807"},
+		"index.interval.bytes": {"0", "9223372036854775807"},
+	}
+	for key, vals := range extremes {
+		for _, v := range vals {
+			cfgs := map[string]string{key: v}
+			if err := coordinator.ValidateTopicConfigs(cfgs); err != nil {
+				t.Errorf("%s=%s refused by the coordinator: %v", key, v, err)
+				continue
+			}
+			if err := logConfig(&coordinator.Topic{Configs: cfgs}).Validate(); err != nil {
+				t.Errorf("%s=%s: the coordinator accepts it but the log does not: %v", key, v, err)
+			}
+		}
+	}
+	if err := coordinator.ValidateTopicConfigs(map[string]string{"segment.bytes": "60"}); err == nil {
+		t.Error("segment.bytes=60, too small for a batch header, was accepted")
+	}
+}

@@ -65,7 +65,7 @@ func (s *State) createTopic(c *CreateTopic) Result {
 	if _, ok := s.Topics[c.Name]; ok {
 		return Result{Err: cmdErr(kerr.TopicAlreadyExists, "topic %q already exists", c.Name)}
 	}
-	if other, ok := s.collidesWith(c.Name); ok {
+	if other, ok := s.collidesWith(c.Name); ok && c.RefuseCollision {
 		// As Kafka: '.' and '_' become the same character in metric names.
 		return Result{Err: cmdErr(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' are the same in metric names)", c.Name, other)}
 	}

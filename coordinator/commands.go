@@ -37,6 +37,11 @@ type CreateTopic struct {
 	Configs           map[string]string `json:"configs,omitempty"`
 	Internal          bool              `json:"internal,omitempty"`
 	Assignment        [][]uint64        `json:"assignment,omitempty"`
+	// RefuseCollision refuses a name that differs from an existing
+	// topic's only by '.' against '_', as Kafka does. It is a field, set
+	// by every proposer since 2026-12-01, rather than a rule of apply, so
+	// that logs written before replay as they were applied.
+	RefuseCollision bool `json:"refuse_collision,omitempty"`
 }
 
 // DeleteTopic deletes a topic and, on every node, its partitions' data.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/raftq/raftq/partition"
 )
 
 // ConfigDef describes one topic config key raftq understands.
@@ -31,7 +33,7 @@ func buildTopicConfigs() map[string]ConfigDef {
 	defineConfig("cleanup.policy", "delete", "only delete is supported", oneOf("delete"))
 	defineConfig("retention.ms", "604800000", "time to keep a segment; -1 keeps forever", intAtLeast(-1))
 	defineConfig("retention.bytes", "-1", "size to keep per partition; -1 keeps all", intAtLeast(-1))
-	defineConfig("segment.bytes", "1073741824", "segment size before a roll", intAtLeast(14))
+	defineConfig("segment.bytes", "1073741824", "segment size before a roll", intAtLeast(partition.BatchHeaderSize))
 	defineConfig("segment.ms", "604800000", "segment age before a roll", intAtLeast(1))
 	defineConfig("max.message.bytes", "1048588", "largest record batch accepted", intAtLeast(0))
 	defineConfig("index.interval.bytes", "4096", "bytes between sparse index entries", intAtLeast(0))

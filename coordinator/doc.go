@@ -21,6 +21,13 @@
 // responses are built from these hints, and clients retry on a stale one as
 // they do with Kafka.
 //
+// Versions: every start replays group 0's log from its last snapshot with
+// the binary now running, so apply may never change how an entry already
+// written is applied. A new rule comes with a new command field that only
+// new proposers set (CreateTopic.RefuseCollision, AlterConfigs.Replace);
+// entries without it replay as before. Nodes of different versions must
+// not share a cluster: an older one would ignore the new fields.
+//
 // Goroutines: Metadata's Apply, Snapshot and Restore run on group 0's
 // goroutine; readers take a consistent copy with View, which is guarded by
 // Metadata.mu (a leaf lock).

@@ -107,7 +107,7 @@ func TestMetadata_CommandErrorsLeaveStateAlone(t *testing.T) {
 		{"isr reserved", Command{CreateTopic: &CreateTopic{Name: "c", ID: topicID(5), Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"replication.mode": "isr"}}}, kerr.InvalidConfig},
 		{"delete unknown", Command{DeleteTopic: &DeleteTopic{Name: "nope"}}, kerr.UnknownTopicOrPartition},
 		{"shrink", Command{CreatePartitions: &CreatePartitions{Name: "t", Count: 1}}, kerr.InvalidPartitions},
-		{"collides", Command{CreateTopic: &CreateTopic{Name: "a_b", ID: topicID(8), Partitions: 1, ReplicationFactor: 1}}, kerr.InvalidTopicException},
+		{"collides", Command{CreateTopic: &CreateTopic{Name: "a_b", ID: topicID(8), Partitions: 1, ReplicationFactor: 1, RefuseCollision: true}}, kerr.InvalidTopicException},
 		{"bad assignment", Command{CreateTopic: &CreateTopic{Name: "a", ID: topicID(6), Partitions: 1, Assignment: [][]uint64{{1, 1}}}}, kerr.InvalidReplicaAssignment},
 	}
 	for _, c := range cases {
@@ -226,5 +226,16 @@ func TestMetadata_RegisterRefusesAnotherIncarnation(t *testing.T) {
 	}
 	if b := m.View().Brokers[3]; b.Incarnation != "a" || b.KafkaAddr != "h:2" {
 		t.Errorf("refused registration changed the broker: %+v", b)
+	}
+}
+
+// A create written before collisions were refused (no RefuseCollision)
+// replays as it was applied then: the topic is created.
+func TestMetadata_OldCollidingCreateReplaysAsApplied(t *testing.T) {
+	m := withBrokers(t, 1)
+	for i, name := range []string{"a.b", "a_b"} {
+		if r := applyCmd(t, m, &Command{CreateTopic: &CreateTopic{Name: name, ID: topicID(byte(i + 1)), Partitions: 1, ReplicationFactor: 1}}); r.Err != nil {
+			t.Fatalf("create %s from an old log: %v", name, r.Err)
+		}
 	}
 }

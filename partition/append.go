@@ -26,11 +26,16 @@ func (l *Log) Append(batch []byte, epoch int32) (base, last int64, err error) {
 
 // AppendValidated is Append for a batch that ValidateBatch accepted
 // upstream (the broker validates before proposing to raft; the apply path
-// appends the committed bytes). It checks the header and size but not the
-// CRC or the records, so its cost does not grow with the batch.
+// appends the committed bytes). It checks the header but not the CRC or
+// the records, so its cost does not grow with the batch. It does not
+// apply MaxBatchBytes either: replicas must all take a committed batch,
+// whatever limits each has when it applies it (they change while the log
+// is open, SetLimits), so the size limit is the proposer's to enforce.
+// Only a batch no segment could index (over math.MaxInt32 bytes) is
+// refused. A batch over SegmentBytes gets a segment of its own.
 func (l *Log) AppendValidated(batch []byte, epoch int32) (base, last int64, err error) {
-	if len(batch) > l.limits().MaxBatchBytes {
-		return -1, -1, &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(batch), l.limits().MaxBatchBytes)}
+	if len(batch) > math.MaxInt32 {
+		return -1, -1, &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(batch), math.MaxInt32)}
 	}
 	info, err := ParseBatchHeader(batch)
 	if err != nil {

@@ -62,15 +62,33 @@ func TestLog_RejectedBatchLeavesLogUntouched(t *testing.T) {
 	if _, _, err := l.Append(huge, 1); !errors.Is(err, ErrBatchTooLarge) {
 		t.Fatalf("Append(huge) = %v, want ErrBatchTooLarge", err)
 	}
-	if _, _, err := l.AppendValidated(huge, 1); !errors.Is(err, ErrBatchTooLarge) {
-		t.Fatalf("AppendValidated(huge) = %v, want ErrBatchTooLarge", err)
-	}
 	if l.EndOffset() != 2 || l.Size() != size || l.Err() != nil {
 		t.Fatalf("log changed: end %d size %d (was %d) err %v", l.EndOffset(), l.Size(), size, l.Err())
 	}
 	st, err := os.Stat(filepath.Join(dir, "00000000000000000000.log"))
 	if err != nil || st.Size() != size {
 		t.Fatalf("segment file size %v (%v), want %d", st.Size(), err, size)
+	}
+}
+
+// AppendValidated takes a committed batch over MaxBatchBytes and over
+// SegmentBytes (in a segment of its own): every replica must take what
+// raft committed, whatever limits it has at the time.
+func TestLog_AppendValidatedIgnoresSizeLimits(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes, cfg.MaxBatchBytes = 2048, 2048
+	l := openLog(t, t.TempDir(), cfg)
+	mustAppend(t, l, uniformBatch(t, 2, 10, 0), 1)
+	huge := batchOfSize(t, 3<<10, 100)
+	if _, _, err := l.Append(huge, 1); !errors.Is(err, ErrBatchTooLarge) {
+		t.Fatalf("Append(huge) = %v, want ErrBatchTooLarge", err)
+	}
+	base, _, err := l.AppendValidated(huge, 1)
+	if err != nil || base != 2 {
+		t.Fatalf("AppendValidated(huge) = %d, %v; want it at offset 2", base, err)
+	}
+	if segs := l.Segments(); len(segs) != 2 || segs[1].Base != 2 {
+		t.Fatalf("segments %+v; want the big batch alone in a second one", segs)
 	}
 }
 
