@@ -15,8 +15,7 @@ import (
 //
 //	go test ./raftgroup -run '^$' -bench BenchmarkCreateGroups -benchtime 200x
 func BenchmarkCreateGroups(b *testing.B) {
-	defer SetWALSegmentSize(WALSegmentSize())
-	SetWALSegmentSize(4 << 20)
+	useWALSegmentSize(b, 4<<20)
 	for _, shared := range []bool{false, true} {
 		name := map[bool]string{false: "wal=group", true: "wal=shared"}[shared]
 		b.Run(name, func(b *testing.B) {

@@ -7,8 +7,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 )
 
-// earlyApply lets a Ready's committed entries be applied before its
-// write only while they were durable here before it: not past the last
+// earlyApply lets a leader's Ready's committed entries be applied before
+// its write only while they were durable here before it: not past the last
 // stable index, not at or past an entry the Ready rewrites, not a conf
 // change or anything after one, and nothing in a Ready with a snapshot.
 func TestEarlyApply(t *testing.T) {
@@ -37,7 +37,7 @@ func TestEarlyApply(t *testing.T) {
 		{"nothing durable yet", 0, ents(ent(1)), ents(ent(1)), nil, 0},
 	}
 	for _, c := range cases {
-		g := &Group{stable: c.stable}
+		g := &Group{stable: c.stable, lastSoft: raft.SoftState{RaftState: raft.StateLeader}}
 		rd := raft.Ready{Entries: c.entries, CommittedEntries: c.committed}
 		if c.snap != nil {
 			rd.Snapshot = c.snap
@@ -45,5 +45,17 @@ func TestEarlyApply(t *testing.T) {
 		if got := g.earlyApply(rd, c.snap != nil); got != c.want {
 			t.Errorf("%s: %d entries applied early, want %d", c.name, got, c.want)
 		}
+	}
+	// A follower, or a leader stepping down in this Ready, applies after
+	// the write (and, for a follower, after its acknowledgement).
+	rd := raft.Ready{Entries: ents(ent(6)), CommittedEntries: ents(ent(5))}
+	follower := &Group{stable: 5, lastSoft: raft.SoftState{RaftState: raft.StateFollower}}
+	if got := follower.earlyApply(rd, false); got != 0 {
+		t.Errorf("a follower applied %d entries early", got)
+	}
+	rd.SoftState = &raft.SoftState{RaftState: raft.StateFollower}
+	stepping := &Group{stable: 5, lastSoft: raft.SoftState{RaftState: raft.StateLeader}}
+	if got := stepping.earlyApply(rd, false); got != 0 {
+		t.Errorf("a leader stepping down applied %d entries early", got)
 	}
 }

@@ -256,10 +256,10 @@ func (g *Group) failUnindexed() {
 //     response a persisted vote).
 //  4. Committed entries are applied (after restoring a snapshot), since
 //     commit is decided by a quorum's persisted logs, never ours alone.
-//     Those that were durable here before this Ready (the commits of the
-//     previous Ready's entries, in a steady stream) are applied before
-//     step 2 instead, so that their proposers are answered without
-//     waiting for this Ready's fsync (earlyApply).
+//     On a leader, those that were durable here before this Ready (the
+//     commits of the previous Ready's entries, in a steady stream) are
+//     applied before step 2 instead, so that their proposers are answered
+//     without waiting for this Ready's fsync (earlyApply).
 //  5. Advance tells raft that all of this is done, so that it may hand out
 //     the next Ready.
 //
@@ -279,6 +279,7 @@ func (g *Group) handleReady(rd raft.Ready) {
 			return
 		}
 		committed = committed[n:]
+		t.mark(&t.apply)
 	}
 	if !g.persist(rd.Snapshot, rd.HardState, rd.Entries, rd.MustSync) {
 		return
@@ -304,16 +305,19 @@ func (g *Group) handleReady(rd raft.Ready) {
 	g.raw.Advance(rd)
 }
 
-// earlyApply returns how many of a Ready's committed entries may be
-// applied before its entries are written: normal entries already durable
-// in this node's log before the Ready, below any entry the Ready
+// earlyApply returns how many of a Ready's committed entries a leader
+// may apply before its entries are written: normal entries already
+// durable in this node's log before the Ready, below any entry the Ready
 // rewrites. They are committed (a quorum holds them) and durable here, so
 // applying them first changes nothing a crash could expose: a state
 // machine's durable applied index only moves at a snapshot, taken after
 // the write. Conf changes wait for the write, as does everything in a
-// Ready that restores a snapshot.
+// Ready that restores a snapshot. Followers apply after the write as
+// before: their acknowledgement goes out after it, and the leader's
+// commit waits for that, not for their applies.
 func (g *Group) earlyApply(rd raft.Ready, hasSnap bool) int {
-	if hasSnap {
+	leads := g.lastSoft.RaftState == raft.StateLeader && (rd.SoftState == nil || rd.SoftState.RaftState == raft.StateLeader)
+	if hasSnap || !leads {
 		return 0
 	}
 	limit := g.stable

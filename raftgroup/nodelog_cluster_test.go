@@ -83,8 +83,7 @@ func testRemovedGroupStaysRemoved(t *testing.T) {
 // WAL from deleting old segments while another group writes a lot: the
 // checkpoint asks it to snapshot. Its data survives a restart.
 func testIdleGroupDoesNotPinTheLog(t *testing.T) {
-	defer SetWALSegmentSize(WALSegmentSize())
-	SetWALSegmentSize(64 << 10)
+	useWALSegmentSize(t, 64<<10)
 	c := newCluster(t, 1, []uint64{1, 2}, func(cfg *Config) { cfg.SnapshotBytes = 256 << 10 })
 	c.propose(c.leader(1), "idle")
 	busy := c.leader(2)

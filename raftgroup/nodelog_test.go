@@ -145,8 +145,7 @@ func TestNodeLog_RemoveForgetsGroup(t *testing.T) {
 // group's old segments must go; the idle group's state must survive them;
 // the unsnapshotted group's entries must pin their segments.
 func TestNodeLog_CheckpointsBoundTheLog(t *testing.T) {
-	defer SetWALSegmentSize(WALSegmentSize())
-	SetWALSegmentSize(64 << 10)
+	useWALSegmentSize(t, 64<<10)
 	dir := filepath.Join(t.TempDir(), "wal")
 	l := openTestLog(t, dir)
 	mustSave(t, l, 1, hardState(7, 2, 1), ents(7, 1, 1)) // idle, snapshotted below
@@ -514,4 +513,15 @@ func saveSnapshotting(t *testing.T, l *nodeLog, group, n uint64, after func()) {
 			after()
 		}
 	}
+}
+
+// useWALSegmentSize sets etcd's process-wide WAL segment size for one
+// test, restoring it in a cleanup registered before the test opens
+// anything: the logs and clusters it opens register theirs later, so they
+// close first and nothing reads the size while it is put back.
+func useWALSegmentSize(t testing.TB, n int64) {
+	t.Helper()
+	old := WALSegmentSize()
+	SetWALSegmentSize(n)
+	t.Cleanup(func() { SetWALSegmentSize(old) })
 }

@@ -118,8 +118,7 @@ func TestRetire_TrimsInSteps(t *testing.T) {
 // and cut short) is not read when the log opens, and the first purge
 // removes it.
 func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
-	defer SetWALSegmentSize(WALSegmentSize())
-	SetWALSegmentSize(64 << 10)
+	useWALSegmentSize(t, 64<<10)
 	dir := filepath.Join(t.TempDir(), "wal")
 	l := openTestLog(t, dir)
 	saveSnapshotting(t, l, 1, 200, nil)
@@ -163,8 +162,7 @@ func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
 // and the WAL reopens at the snapshot with every entry after it. A
 // segment a crash left retired goes once the WAL opens again.
 func TestDiskStorage_RetiresReleasedSegments(t *testing.T) {
-	defer SetWALSegmentSize(WALSegmentSize())
-	SetWALSegmentSize(64 << 10)
+	useWALSegmentSize(t, 64<<10)
 	dir := t.TempDir()
 	walDir := filepath.Join(dir, "wal")
 	s, err := OpenDiskStorage(dir, 1, 7, FsyncAlways, nil)

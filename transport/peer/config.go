@@ -64,8 +64,10 @@ type Config struct {
 	WriteTimeout time.Duration
 
 	// StartupGrace is how long after Start failed dials to a peer never
-	// reached yet are logged at info rather than warn: nodes of a cluster
-	// start one after another, and the first ones cannot reach the rest.
+	// reached yet are logged at info rather than warn (nodes of a cluster
+	// start one after another, and the first ones cannot reach the rest),
+	// and how long after a peer said goodbye (a clean stop) its restart
+	// may take before failed dials to it are warnings again.
 	StartupGrace time.Duration
 
 	// SnapshotChunkBytes is the size of the chunks a snapshot body travels

@@ -70,7 +70,7 @@
 // frame, split into several when it would exceed MaxFrameBytes (a single
 // message over the limit is dropped and logged). Pings keep an idle raft
 // stream alive. A node that stops cleanly (Close) sends bye on each raft
-// stream before it hangs up, waiting at most 200 ms in all; its peers then
+// stream before it hangs up, waiting at most 500 ms in all; its peers then
 // log the end of the stream, and their failed redials until it is back, at
 // INFO, keeping WARN for failures. Dials to a peer not reached since Start
 // are INFO too for StartupGrace (10 s), while a cluster's nodes come up one

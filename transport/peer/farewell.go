@@ -10,16 +10,16 @@ import (
 // A node that stops cleanly says goodbye on each raft stream (a kindBye
 // frame) before it hangs up, so that its peers can tell a shutdown from a
 // failure: they log the end of the stream, and their failed redials until
-// the node is back, at info instead of warn. Failed dials to a peer not
-// reached since Start are quiet for Config.StartupGrace too, since nodes
-// start one after another.
+// the node is back (for Config.StartupGrace), at info instead of warn.
+// Failed dials to a peer not reached since Start are quiet for
+// StartupGrace too, since nodes start one after another.
 
 // farewell is one peer's share of that.
 type farewell struct {
 	leaving chan struct{} // closed by Transport.Close: say goodbye
 	saidBye chan struct{} // closed once the goodbye is written, or cannot be
 	byeOnce sync.Once
-	left    atomic.Bool // the peer said goodbye and has not reconnected since
+	leftAt  atomic.Int64 // when the peer said goodbye (unix ns), 0 once it reconnects
 }
 
 func newFarewell() farewell {
@@ -33,7 +33,7 @@ var errPeerLeft = errors.New("peer: the peer is stopping")
 var errLeaving = errors.New("peer: this node is stopping")
 
 // byeWait bounds how long Close waits for the goodbyes to be written.
-const byeWait = 200 * time.Millisecond
+const byeWait = 500 * time.Millisecond
 
 func (p *peer) leavingNow() bool {
 	select {
@@ -77,10 +77,13 @@ func (t *Transport) sayGoodbye() {
 }
 
 // expectedDown reports whether a failed dial to p is expected: p said
-// goodbye, or has not been reached since Start within StartupGrace.
+// goodbye within StartupGrace (a restart takes that long at most), or has
+// not been reached since Start, within StartupGrace of it. A peer that
+// stays away longer is warned about as any other.
 func (p *peer) expectedDown() bool {
-	if p.left.Load() {
+	grace := p.t.cfg.StartupGrace
+	if at := p.leftAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < grace {
 		return true
 	}
-	return p.stats.connects.Load() == 0 && time.Since(p.t.startedAt) < p.t.cfg.StartupGrace
+	return p.stats.connects.Load() == 0 && time.Since(p.t.startedAt) < grace
 }

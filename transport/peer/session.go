@@ -50,7 +50,7 @@ func (p *peer) sessionStarted(conn net.Conn) {
 	p.remote.Store(&remote)
 	p.heard.Store(time.Now().UnixNano())
 	p.connected.Store(true)
-	p.left.Store(false)
+	p.leftAt.Store(0)
 	p.stats.connects.Add(1)
 	p.t.stats.connects.Add(1)
 	p.log.Info("peer connected", "local", conn.LocalAddr().String(), "remote", conn.RemoteAddr().String(), "dialled", p.dials())
@@ -73,7 +73,7 @@ func (p *peer) sessionEnded(conn net.Conn, writeErr, readErr error) {
 	case p.ctx.Err() != nil || errors.Is(err, errReplaced) || errors.Is(err, errLeaving):
 		p.log.Info("peer connection closed", attrs...)
 	case errors.Is(err, errPeerLeft):
-		p.left.Store(true)
+		p.leftAt.Store(time.Now().UnixNano())
 		p.log.Info("peer stopped: connection closed", attrs...)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		p.log.Warn("closing peer connection: peer silent or not reading", attrs...)
