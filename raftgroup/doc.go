@@ -58,15 +58,8 @@
 //     counts toward a commit only at Advance, after the fsync);
 //     MsgSnap goes to Transport.SendSnapshot with StateMachine.SnapshotBody,
 //     and its outcome returns through ReportSnapshot;
-//  4. restore rd.Snapshot into the StateMachine, apply rd.CommittedEntries
-//     (a leader applies those already durable here before the Ready,
-//     normal entries below any the Ready rewrites, before step 1 instead:
-//     in a steady stream the last Ready's entries commit while this one's
-//     are written, and their proposers need not wait for that fsync; a
-//     state machine's durable applied index only moves at a snapshot,
-//     after the write, so a crash exposes nothing; followers keep this
-//     order, so that their acknowledgements are not held up), resolve
-//     ReadIndex requests, and start a snapshot every SnapshotEntries
+//  4. restore rd.Snapshot into the StateMachine, apply rd.CommittedEntries,
+//     resolve ReadIndex requests, and start a snapshot every SnapshotEntries
 //     applied entries or SnapshotBytes applied bytes (snapshot.go): the
 //     state is captured here, and a background goroutine makes it durable
 //     (BackgroundSnapshotter's persist), records it (MemoryStorage

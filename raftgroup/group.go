@@ -42,7 +42,6 @@ type Group struct {
 	waiters        map[uint64]*Proposal
 	results        []applied         // scratch for applyNormal
 	saved          *raftpb.HardState // the last hard state handed to storage
-	stable         uint64            // the last log index durable here (inline writes; see earlyApply)
 	appending      []*pendingAppend  // AsyncStorageWrites: saves not yet finished, in order
 	held           []*Proposal       // proposals waiting for appending to drain
 	byIndex        []*Proposal       // appended, not yet applied, ascending index
@@ -156,10 +155,6 @@ func (g *Group) restoreStorage(s State) error {
 	}
 	if err := g.mem.Append(s.Entries); err != nil {
 		return fmt.Errorf("group %d: append entries: %w", g.id, err)
-	}
-	g.stable = g.snapIndex
-	if n := len(s.Entries); n > 0 {
-		g.stable = s.Entries[n-1].GetIndex()
 	}
 	g.setConf(g.confState)
 	g.smApplied = g.sm.Applied()

@@ -256,10 +256,6 @@ func (g *Group) failUnindexed() {
 //     response a persisted vote).
 //  4. Committed entries are applied (after restoring a snapshot), since
 //     commit is decided by a quorum's persisted logs, never ours alone.
-//     On a leader, those that were durable here before this Ready (the
-//     commits of the previous Ready's entries, in a steady stream) are
-//     applied before step 2 instead, so that their proposers are answered
-//     without waiting for this Ready's fsync (earlyApply).
 //  5. Advance tells raft that all of this is done, so that it may hand out
 //     the next Ready.
 //
@@ -272,14 +268,6 @@ func (g *Group) handleReady(rd raft.Ready) {
 	early := g.canSendEarly(rd, hasSnap)
 	if early {
 		g.send(rd.Messages)
-	}
-	committed := rd.CommittedEntries
-	if n := g.earlyApply(rd, hasSnap); n > 0 {
-		if !g.applyCommitted(committed[:n]) {
-			return
-		}
-		committed = committed[n:]
-		t.mark(&t.apply)
 	}
 	if !g.persist(rd.Snapshot, rd.HardState, rd.Entries, rd.MustSync) {
 		return
@@ -295,7 +283,7 @@ func (g *Group) handleReady(rd raft.Ready) {
 	if hasSnap && !g.restore(rd.Snapshot) {
 		return
 	}
-	if !g.applyCommitted(committed) {
+	if !g.applyCommitted(rd.CommittedEntries) {
 		return
 	}
 	g.endReady(rd, &t)
@@ -303,35 +291,6 @@ func (g *Group) handleReady(rd raft.Ready) {
 		return
 	}
 	g.raw.Advance(rd)
-}
-
-// earlyApply returns how many of a Ready's committed entries a leader
-// may apply before its entries are written: normal entries already
-// durable in this node's log before the Ready, below any entry the Ready
-// rewrites. They are committed (a quorum holds them) and durable here, so
-// applying them first changes nothing a crash could expose: a state
-// machine's durable applied index only moves at a snapshot, taken after
-// the write. Conf changes wait for the write, as does everything in a
-// Ready that restores a snapshot. Followers apply after the write as
-// before: their acknowledgement goes out after it, and the leader's
-// commit waits for that, not for their applies.
-func (g *Group) earlyApply(rd raft.Ready, hasSnap bool) int {
-	leads := g.lastSoft.RaftState == raft.StateLeader && (rd.SoftState == nil || rd.SoftState.RaftState == raft.StateLeader)
-	if hasSnap || !leads {
-		return 0
-	}
-	limit := g.stable
-	if len(rd.Entries) > 0 {
-		limit = min(limit, rd.Entries[0].GetIndex()-1)
-	}
-	n := 0
-	for _, e := range rd.CommittedEntries {
-		if e.GetIndex() > limit || e.GetType() != raftpb.EntryNormal {
-			break
-		}
-		n++
-	}
-	return n
 }
 
 // beginReady counts a Ready, notes whether it shows activity, and starts
@@ -377,19 +336,7 @@ func (g *Group) persist(snap *raftpb.Snapshot, hs *raftpb.HardState, ents []*raf
 		return false
 	}
 	g.noteSaved(hs)
-	g.noteStable(snap, ents)
 	return true
-}
-
-// noteStable records the last log index now durable here: the last entry
-// written (which may rewrite a suffix, so it can fall), or a snapshot.
-func (g *Group) noteStable(snap *raftpb.Snapshot, ents []*raftpb.Entry) {
-	if !raft.IsEmptySnap(snap) {
-		g.stable = snap.GetMetadata().GetIndex()
-	}
-	if len(ents) > 0 {
-		g.stable = ents[len(ents)-1].GetIndex()
-	}
 }
 
 // noteSaved records hs as the last hard state handed to storage.
