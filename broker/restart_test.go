@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/partition"
 )
 
 // Records deleted since the partition's last snapshot do not keep its
@@ -31,28 +32,11 @@ func TestNode_RestartAfterDeleteRecords(t *testing.T) {
 	if drs, err := kadm.NewClient(cl).DeleteRecords(testCtx(t), offs); err != nil || drs.Error() != nil {
 		t.Fatalf("delete records: %v %v", err, drs.Error())
 	}
-	eventually(t, "every replica to move its log start", func() bool {
-		for _, n := range c.nodes {
-			if r := n.replicaFor("dr", 0); r == nil || r.sm.Log().StartOffset() != 3 {
-				return false
-			}
-		}
-		return true
-	})
-	for id := range c.cfgs {
-		c.stop(id)
-		c.start(id)
-	}
-	c.waitBrokers(3)
+	c.everyLog(t, "every replica to move its log start", "dr", 0, func(l *partition.Log) bool { return l.StartOffset() == 3 })
+	c.restartAll()
 	produceSync(t, cl, "dr", 0, "f")
-	eventually(t, "every restarted replica to hold offsets 3-5 from start 3", func() bool {
-		for _, n := range c.nodes {
-			r := n.replicaFor("dr", 0)
-			if r == nil || r.sm.Log().StartOffset() != 3 || r.sm.Log().HighWatermark() != 6 {
-				return false
-			}
-		}
-		return true
+	c.everyLog(t, "every restarted replica to hold offsets 3-5 from start 3", "dr", 0, func(l *partition.Log) bool {
+		return l.StartOffset() == 3 && l.HighWatermark() == 6
 	})
 }
 
@@ -101,19 +85,8 @@ func TestNode_RestartAfterAdminChanges(t *testing.T) {
 		for i := range 40 {
 			produceSync(t, cl, "ret", 0, fmt.Sprintf("%0100d", i))
 		}
-		eventually(t, "retention to move the start", func() bool {
-			for _, n := range c.nodes {
-				if r := n.replicaFor("ret", 0); r == nil || r.sm.Log().StartOffset() == 0 {
-					return false
-				}
-			}
-			return true
-		})
-		for id := range c.cfgs {
-			c.stop(id)
-			c.start(id)
-		}
-		c.waitBrokers(3)
+		c.everyLog(t, "retention to move the start", "ret", 0, func(l *partition.Log) bool { return l.StartOffset() > 0 })
+		c.restartAll()
 		for p := int32(0); p < 4; p++ {
 			produceSync(t, cl, "keep", p, "after")
 		}
@@ -181,26 +154,13 @@ func TestNode_AlteredConfigsApplyWhileRunning(t *testing.T) {
 	})
 
 	alter("max.message.bytes", "1048588", "segment.bytes", "4096")
-	eventually(t, "every replica to take the new segment size", func() bool {
-		for _, n := range c.nodes {
-			if r := n.replicaFor("live", 0); r == nil || r.sm.Log().Limits().SegmentBytes != 4096 {
-				return false
-			}
-		}
-		return true
-	})
+	c.everyLog(t, "every replica to take the new segment size", "live", 0, func(l *partition.Log) bool { return l.Limits().SegmentBytes == 4096 })
 	for i := range 20 {
 		produceSync(t, cl, "live", 0, fmt.Sprintf("%01000d", i))
 	}
 	alter("retention.bytes", "8192")
-	eventually(t, "retention to delete the oldest segments on every replica", func() bool {
-		for _, n := range c.nodes {
-			l := n.replicaFor("live", 0).sm.Log()
-			if l.StartOffset() == 0 || len(l.Segments()) > 4 {
-				return false
-			}
-		}
-		return true
+	c.everyLog(t, "retention to delete the oldest segments on every replica", "live", 0, func(l *partition.Log) bool {
+		return l.StartOffset() > 0 && len(l.Segments()) <= 4
 	})
 }
 
@@ -262,4 +222,27 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no gauge %s", name)
 	return 0
+}
+
+// restartAll stops and starts every node, then waits for all to register.
+func (c *testCluster) restartAll() {
+	for id := range c.cfgs {
+		c.stop(id)
+		c.start(id)
+	}
+	c.waitBrokers(len(c.cfgs))
+}
+
+// everyLog waits until every node holds a replica of topic-p whose log
+// meets cond.
+func (c *testCluster) everyLog(t *testing.T, what, topic string, p int32, cond func(*partition.Log) bool) {
+	t.Helper()
+	eventually(t, what, func() bool {
+		for _, n := range c.nodes {
+			if r := n.replicaFor(topic, p); r == nil || !cond(r.sm.Log()) {
+				return false
+			}
+		}
+		return true
+	})
 }
