@@ -11,7 +11,7 @@ import (
 
 var (
 	seedFlag  = flag.Int64("seed", -1, "run only this seed (replays a failure)")
-	seedsFlag = flag.Int("seeds", 500, "how many seeds TestSim runs")
+	seedsFlag = flag.Int("seeds", 1000, "how many seeds TestSim runs")
 )
 
 // runSeed seeds crypto/rand, which raft v3.7.0 draws its randomized
