@@ -26,13 +26,14 @@ const (
 	opNone     fuzzOp = iota
 	opSnapshot        // checkpoint, as a raft snapshot does
 	opRestart         // close, reopen at the checkpoint, replay the rest
+	opShrink          // tiny segment and batch limits, as an altered topic config sets them
 )
 
 func unpackEntries(b []byte) (terms []uint64, ops []fuzzOp, entries [][]byte) {
 	for len(b) >= 3 {
 		n := min(int(b[1])<<8|int(b[2]), len(b)-3)
 		terms = append(terms, uint64(b[0]%4)+1)
-		ops = append(ops, fuzzOp(b[0]>>2%3))
+		ops = append(ops, fuzzOp(b[0]>>2%4))
 		entries = append(entries, b[3:3+n])
 		b = b[3+n:]
 	}
@@ -40,19 +41,22 @@ func unpackEntries(b []byte) (terms []uint64, ops []fuzzOp, entries [][]byte) {
 }
 
 // FuzzReplicaApply applies arbitrary committed entries to two replicas,
-// as two nodes of one raft group would; the second also takes snapshots
-// and restarts, replaying from its checkpoint, where the input says.
+// as two nodes of one raft group would; the second also takes snapshots,
+// restarts (replaying from its checkpoint) and has its limits cut to the
+// smallest (as an altered topic config does, at a moment of its own),
+// where the input says.
 // Neither may panic; they must agree on each entry's outcome (replays
 // included) and end with the same records, start, high watermark and
 // epochs.
 func FuzzReplicaApply(f *testing.F) {
 	ok := plainBatch(f, "a", "b")
 	idem := idemBatch(f, 7, 0, 0, "x")
-	snap, restart := byte(opSnapshot)<<2, byte(opRestart)<<2
+	snap, restart, shrink := byte(opSnapshot)<<2, byte(opRestart)<<2, byte(opShrink)<<2
 	f.Add(fuzzEntries([]byte{1}, nil, ProduceEntry(ok), ProduceEntry(idem), ProduceEntry(idem), AdvanceStartEntry(1)))
 	f.Add(fuzzEntries([]byte{1, 2 | snap, 1 | restart}, ProduceEntry(ok), AdvanceStartEntry(9), ProduceEntry(idemBatch(f, 7, 0, 5, "y"))))
 	f.Add(fuzzEntries([]byte{3}, ProduceEntry(ok[:len(ok)-3]), []byte{kindAdvanceStart, 1}, []byte{9}))
 	f.Add(fuzzEntries([]byte{1, 1 | snap, 1, 1 | restart}, nil, ProduceEntry(ok), ProduceEntry(idem), AdvanceStartEntry(3)))
+	f.Add(fuzzEntries([]byte{1 | shrink, 1, 1}, nil, ProduceEntry(ok), ProduceEntry(idem)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		terms, ops, entries := unpackEntries(in)
 		if len(entries) > 64 {
@@ -76,6 +80,12 @@ func FuzzReplicaApply(f *testing.F) {
 			case opSnapshot:
 				if _, err := b.r.Snapshot(); err != nil {
 					t.Fatalf("snapshot after entry %d: %v", i+1, err)
+				}
+			case opShrink:
+				lim := b.r.Log().Limits()
+				lim.SegmentBytes, lim.MaxBatchBytes = BatchHeaderSize, BatchHeaderSize
+				if err := b.r.Log().SetLimits(lim); err != nil {
+					t.Fatal(err)
 				}
 			case opRestart:
 				restartAndReplay(t, b, terms, entries[:i+1], results)
