@@ -27,9 +27,9 @@ type replica struct {
 	group   *raftgroup.Group
 	sm      *partition.Replica
 
-	// maxBatchBytes is the topic's max.message.bytes; produce refuses
-	// larger batches before proposing them. applyTopicConfigs keeps it
-	// current.
+	// maxBatchBytes is the largest batch produce takes (maxBatchBytes,
+	// the function); larger ones are refused before they are proposed.
+	// applyTopicConfigs keeps it current.
 	maxBatchBytes atomic.Int64
 
 	// produceMu orders proposals: a connection's produce requests reach

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -33,8 +34,8 @@ var fuzzSeedCommands = []string{
 // snapshot restores to the same state; and the state keeps its invariants
 // whatever the log held.
 func FuzzMetadataApply(f *testing.F) {
-	f.Add([]byte(joinLines(fuzzSeedCommands)))
-	f.Add([]byte(joinLines(fuzzSeedCommands[:4]) + "\n{\"create_topic\":{\"name\":\"t\"}}\n{}\nnot json"))
+	f.Add([]byte(strings.Join(fuzzSeedCommands, "\n")))
+	f.Add([]byte(strings.Join(fuzzSeedCommands[:4], "\n") + "\n{\"create_topic\":{\"name\":\"t\"}}\n{}\nnot json"))
 	f.Add([]byte(`{"create_partitions":{"name":"t","count":-1}}` + "\n" + `{"leader_hints":[{"group":0}]}`))
 	f.Fuzz(func(t *testing.T, log []byte) {
 		a, b := NewMetadata(), NewMetadata()
@@ -97,17 +98,6 @@ func FuzzMetadataRestore(f *testing.F) {
 		m.View().TopicNames()
 		m.View().PartitionByGroup(1)
 	})
-}
-
-func joinLines(lines []string) string {
-	var b bytes.Buffer
-	for i, l := range lines {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(l)
-	}
-	return b.String()
 }
 
 func snapshotOf(t *testing.T, m *Metadata) []byte {

@@ -27,7 +27,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 		return usageError{errors.New("want exactly one topic")}
 	}
 	topic := fs.Arg(0)
-	start, err := startOffset(*from)
+	start, err := parseFrom(*from)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	plan, err := planConsume(ctx, e, kadm.NewClient(cl), topic, *part, *from, start)
+	plan, err := planConsume(ctx, e, kadm.NewClient(cl), topic, *part, start)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ type consumePlan struct {
 // the end (both with a note), as kcat and Kafka's console consumer reset
 // them. A partition whose offsets cannot be listed (no leader) is left out
 // with a warning, and the command then fails, after reading the others.
-func planConsume(ctx context.Context, e *env, adm *kadm.Client, topic string, part int32, from string, start kgo.Offset) (consumePlan, error) {
+func planConsume(ctx context.Context, e *env, adm *kadm.Client, topic string, part int32, from int64) (consumePlan, error) {
 	parts, err := topicPartitions(ctx, adm, topic)
 	if err != nil {
 		return consumePlan{}, err
@@ -84,7 +84,7 @@ func planConsume(ctx context.Context, e *env, adm *kadm.Client, topic string, pa
 			fmt.Fprintf(e.stderr, "raftq consume: skipping partition %d of %s: %v\n", p, topic, o.err)
 			continue
 		}
-		at := placeStart(e, p, from, start, o)
+		at := placeStart(e, p, from, o)
 		plan.assign[p] = kgo.NewOffset().At(at)
 		if at < o.end {
 			plan.remaining[p] = o.end
@@ -103,37 +103,41 @@ func planConsume(ctx context.Context, e *env, adm *kadm.Client, topic string, pa
 // offsets of a partition whose leader is moving or not yet elected.
 const listOffsetsWait = 10 * time.Second
 
-func placeStart(e *env, p int32, from string, start kgo.Offset, o offsetRange) int64 {
-	switch from {
-	case "beginning", "earliest":
-		return o.start
-	case "end", "latest":
-		return o.end
-	}
-	at := start.EpochOffset().Offset
+// The --from values other than an offset, as ListOffsets spells them.
+const (
+	fromEnd       int64 = -1
+	fromBeginning int64 = -2
+)
+
+func placeStart(e *env, p int32, from int64, o offsetRange) int64 {
 	switch {
-	case at < o.start:
-		fmt.Fprintf(e.stderr, "raftq consume: partition %d starts at %d; reading from there, not %d\n", p, o.start, at)
+	case from == fromBeginning:
 		return o.start
-	case at > o.end:
-		fmt.Fprintf(e.stderr, "raftq consume: partition %d ends at %d; reading from the end, not %d\n", p, o.end, at)
+	case from == fromEnd:
+		return o.end
+	case from < o.start:
+		fmt.Fprintf(e.stderr, "raftq consume: partition %d starts at %d; reading from there, not %d\n", p, o.start, from)
+		return o.start
+	case from > o.end:
+		fmt.Fprintf(e.stderr, "raftq consume: partition %d ends at %d; reading from the end, not %d\n", p, o.end, from)
 		return o.end
 	}
-	return at
+	return from
 }
 
-func startOffset(s string) (kgo.Offset, error) {
+// parseFrom reads --from: beginning, end, or an offset.
+func parseFrom(s string) (int64, error) {
 	switch s {
 	case "beginning", "earliest":
-		return kgo.NewOffset().AtStart(), nil
+		return fromBeginning, nil
 	case "end", "latest":
-		return kgo.NewOffset().AtEnd(), nil
+		return fromEnd, nil
 	}
 	off, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || off < 0 {
-		return kgo.Offset{}, usageError{fmt.Errorf("--from %q: want beginning, end or an offset", s)}
+		return 0, usageError{fmt.Errorf("--from %q: want beginning, end or an offset", s)}
 	}
-	return kgo.NewOffset().At(off), nil
+	return off, nil
 }
 
 func consumeLoop(ctx context.Context, e *env, cl *kgo.Client, remaining map[int32]int64, follow bool, maxRecs int64, full bool) error {

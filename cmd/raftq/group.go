@@ -275,15 +275,12 @@ func (t *resetTarget) validate() error {
 
 // offsets computes the target offset of every partition of topic.
 func (t *resetTarget) offsets(ctx context.Context, adm *kadm.Client, topic string) (kadm.Offsets, error) {
-	starts, err := adm.ListStartOffsets(ctx, topic)
+	parts, err := topicPartitions(ctx, adm, topic)
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets: %w", err)
+		return nil, err
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ranges, err := listOffsets(ctx, adm, topic, parts, listOffsetsWait)
 	if err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
-	}
-	if err := ends.Error(); err != nil {
 		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
 	var at kadm.ListedOffsets
@@ -294,30 +291,28 @@ func (t *resetTarget) offsets(ctx context.Context, adm *kadm.Client, topic strin
 		}
 	}
 	out := kadm.Offsets{}
-	var ferr error
-	ends.Each(func(end kadm.ListedOffset) {
-		start, ok := starts.Lookup(topic, end.Partition)
-		if !ok || start.Err != nil {
-			ferr = fmt.Errorf("partition %d: no start offset", end.Partition)
-			return
+	for _, p := range parts {
+		r := ranges[p]
+		if r.err != nil {
+			return nil, fmt.Errorf("topic %s partition %d: %w", topic, p, r.err)
 		}
 		var o int64
 		switch {
 		case t.earliest:
-			o = start.Offset
+			o = r.start
 		case t.latest:
-			o = end.Offset
+			o = r.end
 		case t.datetime != "":
-			o = end.Offset
-			if a, ok := at.Lookup(topic, end.Partition); ok && a.Err == nil && a.Offset >= 0 {
+			o = r.end
+			if a, ok := at.Lookup(topic, p); ok && a.Err == nil && a.Offset >= 0 {
 				o = a.Offset
 			}
 		default:
-			o = min(max(t.offset, start.Offset), end.Offset)
+			o = min(max(t.offset, r.start), r.end)
 		}
-		out.Add(kadm.Offset{Topic: topic, Partition: end.Partition, At: o, LeaderEpoch: -1})
-	})
-	return out, ferr
+		out.Add(kadm.Offset{Topic: topic, Partition: p, At: o, LeaderEpoch: -1})
+	}
+	return out, nil
 }
 
 func applyReset(ctx context.Context, e *env, adm *kadm.Client, group string, plan kadm.Offsets, execute bool) error {

@@ -3,6 +3,7 @@ package groups
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -42,8 +43,8 @@ func fuzzGroupLog(f *testing.F) []string {
 // in the same state, snapshot for snapshot.
 func FuzzMachineApplyLog(f *testing.F) {
 	seed := fuzzGroupLog(f)
-	f.Add([]byte(joinLog(seed)), uint8(3))
-	f.Add([]byte(joinLog(seed[:3])+"\n{}\nnot json\n"+seed[3]), uint8(1))
+	f.Add([]byte(strings.Join(seed, "\n")), uint8(3))
+	f.Add([]byte(strings.Join(seed[:3], "\n")+"\n{}\nnot json\n"+seed[3]), uint8(1))
 	f.Fuzz(func(t *testing.T, log []byte, cut uint8) {
 		lines := bytes.Split(log, []byte("\n"))
 		if len(lines) > 200 {
@@ -79,17 +80,6 @@ func FuzzMachineApplyLog(f *testing.F) {
 			}
 		}
 	})
-}
-
-func joinLog(lines []string) string {
-	var b bytes.Buffer
-	for i, l := range lines {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(l)
-	}
-	return b.String()
 }
 
 func snapshotOf(t *testing.T, m *Machine) []byte {
