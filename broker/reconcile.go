@@ -43,10 +43,11 @@ func (n *Node) reconcile(s *coordinator.State) {
 		r, have := n.replicas[gid]
 		closed := n.closed
 		n.mu.Unlock()
-		if have && !closed {
-			n.applyTopicConfigs(r, ref.Topic)
+		if closed {
+			continue
 		}
-		if have || closed {
+		if have {
+			n.applyTopicConfigs(r, ref.Topic)
 			continue
 		}
 		r, err := n.openReplica(ref)
