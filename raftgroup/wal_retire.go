@@ -22,7 +22,7 @@ import (
 // node log and a group's own WAL (DiskStorage) hand released segments to
 // a retirer, which retires a segment in three steps:
 //
-//  1. It renames it out of etcd's sight (".wal" to ".wal.retired") and
+//  1. It renames it out of etcd's sight (".wal" to ".wal.retired.tmp") and
 //     syncs the directory, one segment at a time from the oldest, before
 //     it shrinks anything. etcd reads every segment from the oldest to
 //     the end of the log (wal.ValidSnapshotEntries) and takes a record
@@ -37,13 +37,17 @@ import (
 //     64 MiB of it is shrunk without pauses.)
 //  3. It unlinks the empty file.
 //
-// Files a crash left retired are ignored by etcd and retired by the first
-// pass after the WAL opens.
+// Files a crash or a stop left retired are retired by the first pass
+// after the WAL opens. Their names end in ".tmp" because etcd passes over
+// such names quietly (wal/util.go, checkWalNames), where any other file in
+// a WAL directory costs a warning at every open; builds before 2026-12-01
+// used ".retired", which is still retired.
 const (
-	retiredSuffix = ".retired"
-	retireStep    = 512 << 10
-	retirePause   = 10 * time.Millisecond
-	retireBacklog = 64 << 20
+	retiredSuffix       = ".retired.tmp"
+	legacyRetiredSuffix = ".retired"
+	retireStep          = 512 << 10
+	retirePause         = 10 * time.Millisecond
+	retireBacklog       = 64 << 20
 )
 
 // retireUnlocked retires the WAL segments in dir that no WAL holds locked
@@ -56,7 +60,7 @@ func retireUnlocked(dir string, sync func(string) error, wait func()) error {
 	if errors.Is(renameErr, errDirSync) {
 		return renameErr
 	}
-	names, err := sortedNames(dir, retiredSuffix)
+	names, err := retiredNames(dir)
 	if err != nil || len(names) == 0 {
 		return errors.Join(renameErr, err)
 	}
@@ -75,6 +79,17 @@ func retireUnlocked(dir string, sync func(string) error, wait func()) error {
 		}
 	}
 	return renameErr
+}
+
+// retiredNames lists the retired segments in dir, oldest first, under
+// either suffix.
+func retiredNames(dir string) ([]string, error) {
+	names, err := sortedNames(dir, retiredSuffix)
+	if err != nil {
+		return nil, err
+	}
+	legacy, err := sortedNames(dir, legacyRetiredSuffix)
+	return append(legacy, names...), err
 }
 
 // renameUnlocked renames the unlocked segments out of etcd's sight,

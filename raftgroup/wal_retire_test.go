@@ -1,11 +1,14 @@
 package raftgroup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -156,6 +159,24 @@ func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
 	})
 }
 
+// lockedBuffer collects log output written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // TestDiskStorage_RetiresReleasedSegments: a group's own WAL hands the
 // segments a snapshot releases to its retirer; the live segments stay,
 // nothing is left renamed,
@@ -201,19 +222,28 @@ func TestDiskStorage_RetiresReleasedSegments(t *testing.T) {
 	if err := os.WriteFile(left, first[:len(first)/3], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenDiskStorage(dir, 1, 7, FsyncAlways, nil)
+	legacy := filepath.Join(walDir, before[1]+legacyRetiredSuffix)
+	if err := os.WriteFile(legacy, first[:len(first)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	s, err = OpenDiskStorage(dir, 1, 7, FsyncAlways, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if strings.Contains(logs.String(), filepath.Base(left)) {
+		t.Errorf("etcd warned about a retired segment at open:\n%s", logs)
+	}
 	st, _ := s.Load()
 	if got := st.Snapshot.GetMetadata().GetIndex(); got != 150 || len(st.Entries) != 50 || st.Entries[0].GetIndex() != 151 || st.HardState.GetCommit() != 200 {
 		t.Errorf("reopened at snapshot %d with %d entries from %d, commit %d; want 150, 50 from 151, 200",
 			got, len(st.Entries), st.Entries[0].GetIndex(), st.HardState.GetCommit())
 	}
-	eventually(t, "the leftover retired", func() bool {
+	eventually(t, "the leftovers retired", func() bool {
 		_, err := os.Stat(left)
-		return os.IsNotExist(err)
+		_, errLegacy := os.Stat(legacy)
+		return os.IsNotExist(err) && os.IsNotExist(errLegacy)
 	})
 }
 
@@ -280,7 +310,7 @@ func TestRetirer_HaltsAfterAFailedDirSync(t *testing.T) {
 	r.wake() // halted: takes nothing
 	r.wg.Wait()
 	r.close()
-	want := []string{"1.wal.retired", "2.wal.retired", "9.wal"}
+	want := []string{"1.wal" + retiredSuffix, "2.wal" + retiredSuffix, "9.wal"}
 	if got := dirNames(t, dir); !slices.Equal(got, want) {
 		t.Errorf("after a failed sync: %v, want %v (renamed, nothing cut)", got, want)
 	}
@@ -319,9 +349,9 @@ func TestRenameUnlocked_SyncsAfterEachRename(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"1.wal.retired", "2.wal", "3.wal", "4.wal"},
-		{"1.wal.retired", "2.wal.retired", "3.wal", "4.wal"},
-		{"1.wal.retired", "2.wal.retired", "3.wal.retired", "4.wal"},
+		{"1.wal" + retiredSuffix, "2.wal", "3.wal", "4.wal"},
+		{"1.wal" + retiredSuffix, "2.wal" + retiredSuffix, "3.wal", "4.wal"},
+		{"1.wal" + retiredSuffix, "2.wal" + retiredSuffix, "3.wal" + retiredSuffix, "4.wal"},
 	}
 	if !slices.EqualFunc(seen, want, slices.Equal) {
 		t.Errorf("directory at each sync: %v, want %v", seen, want)
@@ -336,7 +366,7 @@ func TestRenameUnlocked_SyncsAfterEachRename(t *testing.T) {
 	if err == nil || syncs != 1 {
 		t.Errorf("failing sync: %v after %d syncs, want the error after 1", err, syncs)
 	}
-	if got, want := dirNames(t, dir), []string{"1.wal.retired", "2.wal", "3.wal", "4.wal"}; !slices.Equal(got, want) {
+	if got, want := dirNames(t, dir), []string{"1.wal" + retiredSuffix, "2.wal", "3.wal", "4.wal"}; !slices.Equal(got, want) {
 		t.Errorf("after a failed sync: %v, want %v", got, want)
 	}
 }
