@@ -94,14 +94,34 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 		n.fillLeader(sp, name, rp.Partition)
 		return fail(kerr.NotLeaderForPartition, "this node hosts no replica of the partition")
 	}
-	info, err := partition.ValidateBatch(rp.Records, int(rep.maxBatchBytes.Load()))
+	batch, info, err := validateProduced(rep, rp.Records)
 	if err != nil {
 		return fail(codeErr(partition.ErrorCode(err)), err.Error())
 	}
 	if info.Control() || info.Transactional() {
 		return fail(kerr.InvalidRecord, "transactional and control batches are not supported")
 	}
-	return n.proposeBatch(ctx, rep, r.Acks, rp.Records, info, sp)
+	return n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
+}
+
+// validateProduced checks a produced batch against the topic's limits and
+// returns it as it is to be proposed: in the codec the topic's
+// compression.type names, if it names one (partition.Recompress).
+func validateProduced(rep *replica, batch []byte) ([]byte, partition.BatchInfo, error) {
+	limit := int(rep.maxBatchBytes.Load())
+	info, err := partition.ValidateBatch(batch, limit)
+	if err != nil {
+		return nil, info, err
+	}
+	to := rep.codec.Load()
+	if to < 0 || info.Compression() == partition.Codec(to) || info.Control() {
+		return batch, info, nil
+	}
+	if batch, err = partition.Recompress(batch, partition.Codec(to)); err != nil {
+		return nil, info, err
+	}
+	info, err = partition.ValidateBatch(batch, limit)
+	return batch, info, err
 }
 
 // proposeBatch proposes one validated batch, holding the replica's produce

@@ -31,6 +31,9 @@ type replica struct {
 	// the function); larger ones are refused before they are proposed.
 	// applyTopicConfigs keeps it current.
 	maxBatchBytes atomic.Int64
+	// codec is the partition.Codec the topic's compression.type names,
+	// or -1 for "producer"; applyTopicConfigs keeps it current.
+	codec atomic.Int32
 
 	// produceMu orders proposals: a connection's produce requests reach
 	// raft in the order they arrived.
@@ -63,7 +66,7 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		return nil, err
 	}
 	r.sm = sm
-	r.maxBatchBytes.Store(maxBatchBytes(t))
+	r.setProduceLimits(t)
 	machine, err := n.stateMachineFor(r)
 	if err != nil {
 		_ = sm.Close()
@@ -125,7 +128,7 @@ func (n *Node) standFirst(g *raftgroup.Group) {
 // retention limits and the largest batch produce takes. The reconcile
 // loop calls it on every metadata change.
 func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
-	r.maxBatchBytes.Store(maxBatchBytes(t))
+	r.setProduceLimits(t)
 	want := logConfig(t).Limits
 	l := r.sm.Log()
 	if l.Limits() == want {
@@ -136,6 +139,17 @@ func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
 		return
 	}
 	n.log.Info("topic configs applied to the partition log", "topic", r.topic, "partition", r.index)
+}
+
+// setProduceLimits takes what produce checks before proposing from t's
+// configs: the largest batch and the codec batches are stored in.
+func (r *replica) setProduceLimits(t *coordinator.Topic) {
+	r.maxBatchBytes.Store(maxBatchBytes(t))
+	codec := int32(-1)
+	if c, ok := partition.ParseCodec(t.Config("compression.type")); ok {
+		codec = int32(c)
+	}
+	r.codec.Store(codec)
 }
 
 // maxBatchBytes is the largest batch produce takes for t: its

@@ -51,6 +51,13 @@
 // wrapping ErrCorruptBatch, ErrInvalidRecord or ErrBatchTooLarge; ErrorCode
 // maps them (and the other errors here) to Kafka codes.
 //
+// Recompress (recompress.go) rewrites a validated batch into another
+// codec, for topics whose compression.type names one: the leader calls it
+// before proposing, so every replica stores the same bytes. It checks the
+// decompressed records' framing, and decompression, here and in
+// ListOffsets by timestamp, stops at MaxDecompressedBytes (64 MiB), so a
+// small payload that claims gigabytes is refused instead of allocated.
+//
 // Append validates again and appends; AppendValidated, for the raft apply
 // path, checks only the header (constant cost). Both take the leader epoch
 // to stamp, assign the next offsets, and return the batch's first and last

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Special timestamps of a ListOffsets request.
@@ -126,7 +124,7 @@ func (l *Log) firstRecordAt(b []byte, ts, from int64) (int64, int64, bool, error
 	}
 	recs := b[batchHeaderSize:]
 	if info.Compression() != CodecNone {
-		recs, err = l.decomp.Decompress(recs, kgo.CompressionCodecType(info.Compression()))
+		recs, err = decompressRecords(recs, info.Compression())
 		if err != nil {
 			return -1, -1, false, fmt.Errorf("decompress batch at offset %d: %w: %w", base, ErrCorruptLog, err)
 		}

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/raftq/raftq/internal/logging"
 )
 
@@ -23,7 +21,6 @@ type Log struct {
 	lim    atomic.Pointer[Limits]
 	fs     FS
 	logger *slog.Logger
-	decomp kgo.Decompressor
 
 	// writeMu serialises the mutators. The fields below it are theirs.
 	writeMu  sync.Mutex
@@ -85,7 +82,6 @@ func Open(dir string, cfg Config) (*Log, error) {
 		cfg:    cfg,
 		fs:     cfg.FS,
 		logger: logging.Discard(cfg.Logger).With("dir", dir),
-		decomp: kgo.DefaultDecompressor(),
 	}
 	l.lim.Store(&cfg.Limits)
 	if err := l.recover(); err != nil {

@@ -282,8 +282,8 @@ func kafkagoGroupConsume(t *testing.T, c *chaos.Cluster, topic string, want map[
 }
 
 // kcatRoundTrip has kcat (librdkafka, idempotent) produce to a new topic,
-// reads it back with kcat and franz-go, and has kcat read partition 0 of
-// the franz-go topic.
+// reads it back with kcat and franz-go, has kcat read partition 0 of
+// the franz-go topic, and round-trips topics with a compression.type.
 func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
@@ -314,6 +314,22 @@ func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string) {
 	}
 	if got := consume("kgo", len(kgoP0)); !slices.Equal(got, kgoP0) {
 		t.Errorf("kcat read kgo-0 as %v, want %v", got, kgoP0)
+	}
+
+	// Topics that store every batch in one codec (compression.type):
+	// librdkafka reads what the broker recompressed.
+	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		topic := "kcat-" + codec
+		createTopic(t, c, topic, 1, 3, map[string]*string{"compression.type": &codec})
+		vals := seq(topic, 20)
+		out, err := runKcat(t, kcat, strings.Join(vals, "\n")+"\n", append(base, "-P", "-t", topic, "-p", "0",
+			"-X", "compression.codec=none", "-X", "acks=all")...)
+		if err != nil {
+			t.Fatalf("kcat produce to %s: %v\n%s", topic, err, out)
+		}
+		if got := consume(topic, len(vals)); !slices.Equal(got, vals) {
+			t.Errorf("kcat read %s back as %v, want %v", topic, got, vals)
+		}
 	}
 
 	// librdkafka's group consumer (what confluent-kafka-go and -python

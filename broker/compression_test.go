@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/raftq/raftq/partition"
+)
+
+// A topic whose compression.type names a codec stores every batch in it
+// on every replica, whatever the producer sent, and consumers read the
+// records as produced; set back to producer, batches stay as sent.
+func TestNode_TopicCompressionType(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	plain := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	lz4 := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	adm := kadm.NewClient(plain)
+	ctx := testCtx(t)
+	zstd := "zstd"
+	res, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"compression.type": &zstd}, "z")
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 40 {
+		want = append(want, fmt.Sprintf("record-%03d-%s", i, "some compressible text, some compressible text"))
+	}
+	produceSync(t, plain, "z", 0, want[:20]...)
+	produceSync(t, lz4, "z", 0, want[20:]...)
+	c.everyLog(t, "every replica to hold 40 records", "z", 0, func(l *partition.Log) bool { return l.HighWatermark() == 40 })
+	for _, n := range c.nodes {
+		if got := codecs(t, n.replicaFor("z", 0).sm.Log(), 0); fmt.Sprint(got) != "[4 4]" {
+			t.Errorf("a replica stores codecs %v, want zstd (4) for both batches", got)
+		}
+	}
+	recs := consumeAll(t, c, "z", 0, 40)
+	for i, r := range recs {
+		if string(r.Value) != want[i] {
+			t.Fatalf("record %d is %q, want %q", i, r.Value, want[i])
+		}
+	}
+
+	producer := "producer"
+	ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "compression.type", Value: &producer}}, "z")
+	if err == nil {
+		err = ar[0].Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the leader to keep lz4 batches as sent", func() bool {
+		produceSync(t, lz4, "z", 0, want...) // compressible: kgo sends a batch uncompressed when lz4 would not shrink it
+		l := c.nodes[leaderOfPartition(t, c, "z", 0)].replicaFor("z", 0).sm.Log()
+		got := codecs(t, l, l.HighWatermark()-1)
+		return len(got) == 1 && got[0] == partition.CodecLz4
+	})
+}
+
+// codecs lists the codec of each batch in l from offset on.
+func codecs(t *testing.T, l *partition.Log, offset int64) []partition.Codec {
+	t.Helper()
+	b, err := l.Read(offset, 1<<20, l.HighWatermark())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []partition.Codec
+	for len(b) > 0 {
+		size := 12 + int(binary.BigEndian.Uint32(b[8:])) // base offset, length, then what length counts
+		info, err := partition.ParseBatchHeader(b[:size])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, info.Compression())
+		b = b[size:]
+	}
+	return out
+}

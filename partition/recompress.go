@@ -1,0 +1,240 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Recompression. A topic whose compression.type names a codec stores
+// every batch in that codec, as Kafka's broker does: the leader
+// decompresses a batch that came in another codec and compresses its
+// records again before proposing it, so replicas only ever see the
+// result. The codecs are franz-go's (kgo.DefaultCompressor), which write
+// what Kafka's own clients read; decompression is bounded, since a few
+// bytes of zstd or gzip can claim gigabytes.
+
+// MaxDecompressedBytes bounds what one batch's records may decompress to.
+const MaxDecompressedBytes = 64 << 20
+
+// ParseCodec maps a compression.type value to its codec: "uncompressed"
+// is CodecNone, and "producer" (keep the producer's codec) gives ok false.
+func ParseCodec(name string) (c Codec, ok bool) {
+	switch name {
+	case "uncompressed":
+		return CodecNone, true
+	case "gzip":
+		return CodecGzip, true
+	case "snappy":
+		return CodecSnappy, true
+	case "lz4":
+		return CodecLz4, true
+	case "zstd":
+		return CodecZstd, true
+	}
+	return 0, false
+}
+
+// Recompress returns the validated batch b with its records in codec to,
+// or b itself when it is in that codec already. The header keeps its
+// offsets, timestamps, producer id, epoch and sequence; the codec bits,
+// the length and the CRC are set for the new records. The decompressed
+// records are checked as an uncompressed batch's are.
+func Recompress(b []byte, to Codec) ([]byte, error) {
+	info, err := ParseBatchHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	from := info.Compression()
+	if from == to {
+		return b, nil
+	}
+	recs, err := decompressRecords(b[batchHeaderSize:], from)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRecordFraming(recs, info.NumRecords); err != nil {
+		return nil, err
+	}
+	payload, err := compressRecords(recs, to)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) > math.MaxInt32-batchHeaderSize {
+		return nil, &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes once compressed", len(payload))}
+	}
+	out := make([]byte, batchHeaderSize+len(payload))
+	copy(out, b[:batchHeaderSize])
+	copy(out[batchHeaderSize:], payload)
+	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-framePrefix))
+	attrs := binary.BigEndian.Uint16(out[offAttributes:])
+	binary.BigEndian.PutUint16(out[offAttributes:], attrs&^attrCodecMask|uint16(to))
+	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	return out, nil
+}
+
+// decompressRecords returns the records of a batch payload in codec c, refusing
+// more than MaxDecompressedBytes.
+func decompressRecords(src []byte, c Codec) ([]byte, error) {
+	var (
+		out []byte
+		err error
+	)
+	switch c {
+	case CodecNone:
+		return src, nil
+	case CodecGzip:
+		var r *gzip.Reader
+		if r, err = gzip.NewReader(bytes.NewReader(src)); err == nil {
+			out, err = readBounded(r)
+		}
+	case CodecLz4:
+		out, err = readBounded(lz4.NewReader(bytes.NewReader(src)))
+	case CodecSnappy:
+		if err = checkSnappySize(src); err == nil {
+			out, err = kgo.DefaultDecompressor().Decompress(src, kgo.CodecSnappy)
+		}
+	case CodecZstd:
+		if out, err = zstdDecoder().DecodeAll(src, nil); errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, tooBig()
+		}
+	default:
+		return nil, invalid("unknown compression codec %d", c)
+	}
+	if err != nil {
+		var be *BatchError
+		if errors.As(err, &be) {
+			return nil, be
+		}
+		return nil, corrupt("decompress %s records: %v", codecName(c), err)
+	}
+	return out, nil
+}
+
+func readBounded(r io.Reader) ([]byte, error) {
+	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressedBytes+1))
+	if err == nil && len(out) > MaxDecompressedBytes {
+		return nil, tooBig()
+	}
+	return out, err
+}
+
+func tooBig() error {
+	return &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("records decompress to more than %d bytes", MaxDecompressedBytes)}
+}
+
+// xerialMagic starts snappy in the framing Kafka's Java clients write:
+// a 16-byte header, then blocks each behind a big-endian length.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+// checkSnappySize adds up the lengths a snappy payload's blocks claim, so
+// that decoding never allocates more than MaxDecompressedBytes.
+func checkSnappySize(src []byte) error {
+	if len(src) <= 16 || !bytes.HasPrefix(src, xerialMagic) {
+		n, err := s2.DecodedLen(src)
+		if err == nil && n > MaxDecompressedBytes {
+			return tooBig()
+		}
+		return err
+	}
+	total := 0
+	for rest := src[16:]; len(rest) > 0; {
+		if len(rest) < 4 {
+			return fmt.Errorf("xerial block length cut short")
+		}
+		size := int(binary.BigEndian.Uint32(rest))
+		rest = rest[4:]
+		if size > len(rest) {
+			return fmt.Errorf("xerial block of %d bytes, %d left", size, len(rest))
+		}
+		n, err := s2.DecodedLen(rest[:size])
+		if err != nil {
+			return err
+		}
+		if total += n; total > MaxDecompressedBytes {
+			return tooBig()
+		}
+		rest = rest[size:]
+	}
+	return nil
+}
+
+var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxDecompressedBytes), zstd.WithDecoderConcurrency(0))
+	if err != nil {
+		panic(fmt.Sprintf("zstd decoder: %v", err)) // only for bad options
+	}
+	return d
+})
+
+// compressors holds one kgo compressor per codec; each is safe for
+// concurrent use and pools its encoders.
+var compressors sync.Map // Codec -> kgo.Compressor
+
+func compressRecords(recs []byte, c Codec) ([]byte, error) {
+	if c == CodecNone {
+		return recs, nil
+	}
+	comp, err := compressorFor(c)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	out, used := comp.Compress(&buf, recs)
+	if used != kgo.CompressionCodecType(c) {
+		return nil, fmt.Errorf("compress records with %s: the codec failed", codecName(c))
+	}
+	return out, nil
+}
+
+func compressorFor(c Codec) (kgo.Compressor, error) {
+	if v, ok := compressors.Load(c); ok {
+		return v.(kgo.Compressor), nil
+	}
+	var codec kgo.CompressionCodec
+	switch c {
+	case CodecGzip:
+		codec = kgo.GzipCompression()
+	case CodecSnappy:
+		codec = kgo.SnappyCompression()
+	case CodecLz4:
+		codec = kgo.Lz4Compression()
+	case CodecZstd:
+		codec = kgo.ZstdCompression()
+	default:
+		return nil, fmt.Errorf("unknown compression codec %d", c)
+	}
+	comp, err := kgo.DefaultCompressor(codec)
+	if err != nil {
+		return nil, fmt.Errorf("%s compressor: %w", codecName(c), err)
+	}
+	v, _ := compressors.LoadOrStore(c, comp)
+	return v.(kgo.Compressor), nil
+}
+
+func codecName(c Codec) string {
+	switch c {
+	case CodecNone:
+		return "uncompressed"
+	case CodecGzip:
+		return "gzip"
+	case CodecSnappy:
+		return "snappy"
+	case CodecLz4:
+		return "lz4"
+	case CodecZstd:
+		return "zstd"
+	}
+	return fmt.Sprintf("codec %d", c)
+}
