@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/partition"
 )
@@ -81,4 +83,43 @@ func codecs(t *testing.T, l *partition.Log, offset int64) []partition.Codec {
 		b = b[size:]
 	}
 	return out
+}
+
+// A topic with message.timestamp.type=LogAppendTime: the leader's clock
+// stamps each batch, the produce answer carries that time, and consumers
+// read it as every record's timestamp, of type LogAppendTime.
+func TestNode_LogAppendTime(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := testCtx(t)
+	typ := "LogAppendTime"
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, map[string]*string{"message.timestamp.type": &typ}, "lat")
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Now().Truncate(time.Millisecond)
+	pr := cl.ProduceSync(ctx, &kgo.Record{Topic: "lat", Partition: 0, Value: []byte("a"), Timestamp: old},
+		&kgo.Record{Topic: "lat", Partition: 0, Value: []byte("b"), Timestamp: old})
+	if err := pr.FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	for _, r := range consumeAll(t, c, "lat", 0, 2) {
+		if r.Timestamp.Before(before) || r.Timestamp.After(after) || r.Attrs.TimestampType() != 1 {
+			t.Errorf("record %q: timestamp %v of type %d, want one of type 1 (LogAppendTime) between %v and %v",
+				r.Value, r.Timestamp, r.Attrs.TimestampType(), before, after)
+		}
+	}
+	// kgo does not read the answer's LogAppendTime: ask directly.
+	before = time.Now().Truncate(time.Millisecond)
+	resp := rawRequest(t, c, leaderOfPartition(t, c, "lat", 0), produceRequest("lat", 0, -1, testBatch(t, -1, -1, -1, "c")))
+	after = time.Now()
+	sp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if got := time.UnixMilli(sp.LogAppendTime); sp.ErrorCode != 0 || got.Before(before) || got.After(after) {
+		t.Errorf("produce answer: error %d, LogAppendTime %v; want the append time, between %v and %v", sp.ErrorCode, got, before, after)
+	}
 }

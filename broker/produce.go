@@ -101,7 +101,21 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 	if info.Control() || info.Transactional() {
 		return fail(kerr.InvalidRecord, "transactional and control batches are not supported")
 	}
-	return n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
+	if !rep.logAppendTime.Load() {
+		return n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
+	}
+	now := time.Now().UnixMilli()
+	partition.StampLogAppendTime(batch, now)
+	info.Attributes, info.MaxTimestamp = info.Attributes|partition.AttrLogAppendTime, now
+	wait := n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
+	if wait == nil {
+		return nil
+	}
+	return func(ctx context.Context) {
+		if wait(ctx); sp.ErrorCode == 0 {
+			sp.LogAppendTime = now
+		}
+	}
 }
 
 // validateProduced checks a produced batch against the topic's limits and

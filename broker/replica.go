@@ -34,6 +34,9 @@ type replica struct {
 	// codec is the partition.Codec the topic's compression.type names,
 	// or -1 for "producer"; applyTopicConfigs keeps it current.
 	codec atomic.Int32
+	// logAppendTime is set when the topic's message.timestamp.type is
+	// LogAppendTime.
+	logAppendTime atomic.Bool
 
 	// produceMu orders proposals: a connection's produce requests reach
 	// raft in the order they arrived.
@@ -142,7 +145,8 @@ func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
 }
 
 // setProduceLimits takes what produce checks before proposing from t's
-// configs: the largest batch and the codec batches are stored in.
+// configs: the largest batch, the codec batches are stored in and whose
+// clock timestamps them.
 func (r *replica) setProduceLimits(t *coordinator.Topic) {
 	r.maxBatchBytes.Store(maxBatchBytes(t))
 	codec := int32(-1)
@@ -150,6 +154,7 @@ func (r *replica) setProduceLimits(t *coordinator.Topic) {
 		codec = int32(c)
 	}
 	r.codec.Store(codec)
+	r.logAppendTime.Store(t.Config("message.timestamp.type") == "LogAppendTime")
 }
 
 // maxBatchBytes is the largest batch produce takes for t: its

@@ -37,7 +37,7 @@ func buildTopicConfigs() map[string]ConfigDef {
 	defineConfig("segment.ms", "604800000", "segment age before a roll", intAtLeast(1))
 	defineConfig("max.message.bytes", "1048588", "largest record batch accepted", intAtLeast(0))
 	defineConfig("index.interval.bytes", "4096", "bytes between sparse index entries", intAtLeast(0))
-	defineConfig("message.timestamp.type", "CreateTime", "only CreateTime is supported", oneOf("CreateTime"))
+	defineConfig("message.timestamp.type", "CreateTime", "CreateTime keeps the producer's timestamps; LogAppendTime has the leader stamp each batch with its own clock when it takes it", oneOf("CreateTime", "LogAppendTime"))
 	defineConfig("compression.type", "producer", "producer stores batches as produced; uncompressed, gzip, snappy, lz4 or zstd makes the leader recompress batches in any other codec before they are replicated", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
 	defineConfig("min.insync.replicas", "1", "isr mode only; with replication.mode=raft an acks=all write waits for a majority of the replicas (2 of 3, 3 of 5), whatever this says", intAtLeast(1))
 	defineConfig("unclean.leader.election.enable", "false", "isr mode only; raft mode never elects a replica that lacks committed writes", oneOf("true", "false"))

@@ -56,6 +56,10 @@ const (
 	attrControl       = 0x20
 )
 
+// AttrLogAppendTime is the attribute bit of a batch whose MaxTimestamp the
+// broker set (StampLogAppendTime).
+const AttrLogAppendTime = attrLogAppendTime
+
 // BatchInfo holds the header facts of one validated batch: what the broker
 // needs for producer dedup and what the log needs for its indexes. The
 // offsets and leader epoch are the ones in the bytes, before Append rewrites

@@ -166,7 +166,9 @@
 //     in Kafka.
 //   - ListOffset by timestamp returns the first record (not batch) at or
 //     after the timestamp, decompressing the one batch it lands in.
-//     LogAppendTime batches are honoured but never produced here.
+//     LogAppendTime batches (StampLogAppendTime, for topics whose
+//     message.timestamp.type is LogAppendTime) are found by their max
+//     timestamp.
 //   - Recovery cuts the log at the first invalid batch even in an old
 //     segment (bit rot), as Kafka does; the owner must compare the
 //     recovered end with its own checkpoint and refill from raft.

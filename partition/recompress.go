@@ -84,6 +84,18 @@ func Recompress(b []byte, to Codec) ([]byte, error) {
 	return out, nil
 }
 
+// StampLogAppendTime marks the batch b, in place, as timestamped by the
+// broker at now (Unix milliseconds), as Kafka does for a topic whose
+// message.timestamp.type is LogAppendTime: the timestamp type bit and the
+// max timestamp are set, the CRC recomputed, and the records untouched
+// (consumers take every record's time from the batch).
+func StampLogAppendTime(b []byte, now int64) {
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs|attrLogAppendTime)
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(now))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+}
+
 // decompressRecords returns the records of a batch payload in codec c, refusing
 // more than MaxDecompressedBytes.
 func decompressRecords(src []byte, c Codec) ([]byte, error) {

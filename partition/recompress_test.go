@@ -159,3 +159,24 @@ func FuzzRecompress(f *testing.F) {
 		}
 	})
 }
+
+// TestStampLogAppendTime: a stamped batch still validates, says the broker
+// set its time, carries that time as its max timestamp, and keeps its
+// records.
+func TestStampLogAppendTime(t *testing.T) {
+	for _, c := range allCodecs {
+		b := makeBatch(t, batchSpec{records: []testRecord{{ts: 5, value: []byte("a")}, {ts: 9}}, codec: c, producerID: -1, producerEpoch: -1, baseSequence: -1})
+		recs := bytes.Clone(b[batchHeaderSize:])
+		StampLogAppendTime(b, 1_700_000_000_000)
+		info, err := ValidateBatch(b, len(b))
+		if err != nil {
+			t.Fatalf("%s: stamped batch does not validate: %v", codecName(c), err)
+		}
+		if !info.LogAppendTime() || info.MaxTimestamp != 1_700_000_000_000 || info.FirstTimestamp != 5 || info.Compression() != c {
+			t.Errorf("%s: stamped header %+v", codecName(c), info)
+		}
+		if !bytes.Equal(b[batchHeaderSize:], recs) {
+			t.Errorf("%s: records changed", codecName(c))
+		}
+	}
+}
