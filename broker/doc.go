@@ -9,7 +9,9 @@
 // goroutine, in arrival order. Each partition's batch is validated
 // (partition.ValidateBatch), recompressed if the topic's compression.type
 // names another codec than the batch's (partition.Recompress, as Kafka's
-// broker does), and proposed to the partition's raft group
+// broker does), stamped with the leader's clock if its
+// message.timestamp.type is LogAppendTime, and proposed to the
+// partition's raft group
 // under the replica's produceMu, so proposals keep arrival order; a
 // goroutine then waits for the apply (acks=all: the offsets come from the
 // apply) or for the leader's durable append (acks=1: the offsets come from
@@ -31,7 +33,8 @@
 // Topic configs: every node applies a topic's configs to its open
 // replicas whenever the metadata changes (reconcile.go,
 // applyTopicConfigs), so an altered retention, segment size,
-// max.message.bytes or compression.type takes effect without a restart.
+// max.message.bytes, compression.type or message.timestamp.type takes
+// effect without a restart.
 //
 // Offline replicas: a replica the metadata places here that the node
 // cannot open (a damaged log, a full disk) is retried by the reconcile
