@@ -1,7 +1,6 @@
 package raftgroup
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/raftq/raftq/internal/logging"
 )
 
 func writeFile(t *testing.T, p string, size int) {
@@ -159,24 +160,6 @@ func TestNodeLog_RetiresLeftoversAfterOpen(t *testing.T) {
 	})
 }
 
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDiskStorage_RetiresReleasedSegments: a group's own WAL hands the
 // segments a snapshot releases to its retirer; the live segments stay,
 // nothing is left renamed,
@@ -226,7 +209,7 @@ func TestDiskStorage_RetiresReleasedSegments(t *testing.T) {
 	if err := os.WriteFile(legacy, first[:len(first)/3], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &logging.Buffer{}
 	s, err = OpenDiskStorage(dir, 1, 7, FsyncAlways, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)

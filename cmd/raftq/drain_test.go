@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/internal/logging"
 )
 
 // A bench or a generated load whose cluster stops answering ends once
@@ -146,18 +148,18 @@ func fakeThatDies(t *testing.T, n int64) (brokers string, gone <-chan struct{}) 
 }
 
 // bufferedEnv is an env reading stdin and writing to buffers.
-func bufferedEnv(stdin io.Reader) (e *env, stdout, stderr *lockedBuffer) {
-	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+func bufferedEnv(stdin io.Reader) (e *env, stdout, stderr *logging.Buffer) {
+	stdout, stderr = &logging.Buffer{}, &logging.Buffer{}
 	return &env{stdin: stdin, stdout: stdout, stderr: stderr}, stdout, stderr
 }
 
 // startProducerWithoutCluster starts raftq produce at 100 records/s
 // against a port that refuses, and returns once its first progress line
 // shows it sending.
-func startProducerWithoutCluster(t *testing.T, drain string) (*exec.Cmd, *lockedBuffer, <-chan error) {
+func startProducerWithoutCluster(t *testing.T, drain string) (*exec.Cmd, *logging.Buffer, <-chan error) {
 	t.Helper()
 	cmd := exec.Command(raftqBinary, "produce", "--brokers", "127.0.0.1:1", "--rate", "100", "--drain-timeout", drain, "nowhere")
-	stderr := &lockedBuffer{}
+	stderr := &logging.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

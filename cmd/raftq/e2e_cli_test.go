@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/raftq/raftq/broker"
 	"github.com/raftq/raftq/chaos"
+	"github.com/raftq/raftq/internal/logging"
 )
 
 // TestE2E_Dev runs the built `raftq dev` as a child process, produces and
@@ -178,7 +177,7 @@ func testConsumeFollow(t *testing.T, bs string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr logging.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr},
@@ -287,7 +286,7 @@ func cli(t *testing.T, code int, stdin string, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr logging.Buffer
 	got := run(ctx, &env{stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr}, args)
 	res := cliResult{stdout.String(), stderr.String()}
 	if ctx.Err() != nil {
@@ -320,25 +319,6 @@ func hasRow(table string, fields ...string) bool {
 	return false
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader on
-// different goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // readBanner reads raftq dev's stdout up to the line that ends its banner.
 // devProcess is a `raftq dev` child process with a temporary data dir
 // under tmp, started and past its banner.
@@ -347,7 +327,7 @@ type devProcess struct {
 	tmp    string
 	base   int
 	banner string
-	stderr *lockedBuffer
+	stderr *logging.Buffer
 	exited chan error
 }
 
@@ -357,7 +337,7 @@ func startDev(t *testing.T) *devProcess {
 		t.Skip("runs a real raftq dev process; skipped with -short")
 	}
 	base, admin := freePortRuns(t)
-	d := &devProcess{tmp: t.TempDir(), base: base, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	d := &devProcess{tmp: t.TempDir(), base: base, stderr: &logging.Buffer{}, exited: make(chan error, 1)}
 	d.cmd = exec.Command(raftqBinary, "dev", "--base-port", fmt.Sprint(base), "--admin-port", fmt.Sprint(admin))
 	d.cmd.Env = append(os.Environ(), "TMPDIR="+d.tmp)
 	stdout, err := d.cmd.StdoutPipe()

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftq/raftq/chaos"
+	"github.com/raftq/raftq/internal/logging"
 )
 
 // kafkajsRoundTrip runs kafkajs (Node.js) against the cluster through
@@ -135,7 +136,7 @@ func TestE2E_KafkajsLeaderKill(t *testing.T) {
 type kafkajsProc struct {
 	lines  <-chan string // its output lines as they come, closed at its end
 	wait   func() error  // waits for its exit; safe to call more than once
-	stderr *lockedBuffer
+	stderr *logging.Buffer
 	stdin  io.WriteCloser
 }
 
@@ -146,7 +147,7 @@ func startKafkajs(ctx context.Context, t *testing.T, node string, env []string, 
 	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join("testdata", "kafkajs", "client.js")}, args...)...)
 	cmd.Env = env
-	p := &kafkajsProc{stderr: &lockedBuffer{}}
+	p := &kafkajsProc{stderr: &logging.Buffer{}}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

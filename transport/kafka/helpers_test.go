@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/internal/logging"
 )
 
 // hangGuard bounds every blocking socket operation in tests. Hitting it is
@@ -31,24 +32,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// syncBuffer collects log output from server goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // recorder is an Observer that keeps close reasons, on top of Stats.
@@ -92,7 +75,7 @@ func (r *recorder) anyClosedWith(target error) bool {
 type testServer struct {
 	*Server
 	obs  *recorder
-	logs *syncBuffer
+	logs *logging.Buffer
 }
 
 // startServer starts a server on loopback with h and cfg changed by mod.
@@ -103,7 +86,7 @@ func startServer(t *testing.T, h Handler, mod func(*Config)) *testServer {
 
 func startServerHooks(t *testing.T, h Handler, mod func(*Config), hooks testHooks) *testServer {
 	t.Helper()
-	ts := &testServer{obs: &recorder{}, logs: &syncBuffer{}}
+	ts := &testServer{obs: &recorder{}, logs: &logging.Buffer{}}
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Observer = ts.obs

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/raftq/raftq/internal/logging"
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -67,7 +68,7 @@ func BenchmarkTransport(b *testing.B) {
 func benchTransport(b *testing.B, s benchShape) {
 	recv := &benchReceiver{credit: make(chan struct{}, s.window), perBatch: int64(s.perBatch)}
 	n1 := startNode(b, 1, func(c *Config) { c.Logger = nil })
-	n2, err := New(testConfig(2, &logBuf{}))
+	n2, err := New(testConfig(2, &logging.Buffer{}))
 	if err != nil {
 		b.Fatal(err)
 	}

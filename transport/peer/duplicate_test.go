@@ -23,10 +23,10 @@ func TestHandshake_RefusesSecondLiveNodeWithSameID(t *testing.T) {
 		t.Fatalf("impostor's dial: %v, want %v", err, ErrDuplicateID)
 	}
 	eventually(t, "node 2 logs the refusal", func() bool {
-		return n2.logs.contains("level=ERROR", "refusing peer connection", "node 1 is already connected from")
+		return logHas(n2.logs, "level=ERROR", "refusing peer connection", "node 1 is already connected from")
 	})
 	eventually(t, "the impostor logs the refusal", func() bool {
-		return imp.logs.contains("level=ERROR", "cannot connect to peer", "duplicate node id")
+		return logHas(imp.logs, "level=ERROR", "cannot connect to peer", "duplicate node id")
 	})
 	if got := n2.Stats().Peers[1].Connects; got != 1 {
 		t.Errorf("node 2 counted %d sessions with node 1, want 1: the real stream was replaced", got)

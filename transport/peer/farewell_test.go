@@ -21,15 +21,15 @@ func TestTransport_CleanStopIsNotAWarning(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "the staying node to hear the goodbye", func() bool {
-			return stays.logs.contains("level=INFO", "peer stopped: connection closed")
+			return logHas(stays.logs, "level=INFO", "peer stopped: connection closed")
 		})
 		if stays == n1 { // the dialler tries to reach the stopped node again
 			eventually(t, "a redial to fail", func() bool { return stays.Stats().Peers[gone.id].DialErrors > 0 })
-			if !stays.logs.contains("level=INFO", "cannot connect to peer") {
+			if !logHas(stays.logs, "level=INFO", "cannot connect to peer") {
 				t.Errorf("a failed redial to a node that said goodbye was not logged at info:\n%s", stays.logs)
 			}
 		}
-		if stays.logs.contains("level=WARN") || stays.logs.contains("level=ERROR") {
+		if logHas(stays.logs, "level=WARN") || logHas(stays.logs, "level=ERROR") {
 			t.Errorf("node %d stopping cleanly made node %d warn:\n%s", gone.id, stays.id, stays.logs)
 		}
 	}
@@ -46,7 +46,7 @@ func TestTransport_UnreachablePeerWarnsAfterTheGrace(t *testing.T) {
 		if grace == 0 {
 			want = "level=WARN"
 		}
-		if !n.logs.contains(want, "cannot connect to peer") {
+		if !logHas(n.logs, want, "cannot connect to peer") {
 			t.Errorf("grace %v: dial failure not logged at %s:\n%s", grace, want, n.logs)
 		}
 	}

@@ -93,7 +93,7 @@ func TestTransport_CorruptFrameClosesConnectionAndRecovers(t *testing.T) {
 	pump(t, n1, n2, &next, 200)
 
 	eventually(t, "node 2 logs the corrupt frame", func() bool {
-		return n2.logs.contains("level=ERROR", "closing peer connection: corrupt stream", "peer=1", "crc")
+		return logHas(n2.logs, "level=ERROR", "closing peer connection: corrupt stream", "peer=1", "crc")
 	})
 	if st := n2.Stats(); st.CorruptFrames != 1 {
 		t.Errorf("CorruptFrames = %d, want 1", st.CorruptFrames)
@@ -125,8 +125,8 @@ func TestTransport_CutMidFrameRecovers(t *testing.T) {
 	// node 1's redial reaches it first (its accept of the first stream
 	// can lag the cut), by replacing it with the new one.
 	eventually(t, "node 2 ends the cut stream", func() bool {
-		return n2.logs.contains("peer connection lost", "unexpected EOF") ||
-			n2.logs.contains("peer connection closed", "replaced by a newer connection")
+		return logHas(n2.logs, "peer connection lost", "unexpected EOF") ||
+			logHas(n2.logs, "peer connection closed", "replaced by a newer connection")
 	})
 	if st := n2.Stats(); st.CorruptFrames != 0 {
 		t.Errorf("a cut connection counted as corrupt: %d", st.CorruptFrames)
@@ -171,7 +171,7 @@ func TestTransport_OversizedFrameClosesOnlyThatConnection(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
-	if !n2.logs.contains("level=ERROR", "corrupt stream", "frame too large", "limit 65536") {
+	if !logHas(n2.logs, "level=ERROR", "corrupt stream", "frame too large", "limit 65536") {
 		t.Error("node 2 did not log the oversized frame")
 	}
 	if st := n2.Stats().Peers[3]; st.Connects != 1 || st.Disconnects != 0 {
@@ -223,7 +223,7 @@ func TestTransport_SilentPeerIsCutOff(t *testing.T) {
 		t.Error("node 2 sent no keepalive pings on an idle connection")
 	}
 	eventually(t, "node 2 logs the silent peer", func() bool {
-		return n2.logs.contains("peer silent or not reading", "peer=1")
+		return logHas(n2.logs, "peer silent or not reading", "peer=1")
 	})
 }
 
@@ -267,7 +267,7 @@ func TestTransport_PeerNotReadingIsCutOff(t *testing.T) {
 		return n1.Stats().Peers[2].Disconnects > 0
 	})
 	eventually(t, "node 1 logs why", func() bool {
-		return n1.logs.contains("level=WARN", "peer silent or not reading", "write", "i/o timeout")
+		return logHas(n1.logs, "level=WARN", "peer silent or not reading", "write", "i/o timeout")
 	})
 }
 

@@ -74,7 +74,7 @@ func TestHandshake_AcceptorRefuses(t *testing.T) {
 				t.Error("connection left open after a refusal")
 			}
 			eventually(t, "the refusing side logs the reason", func() bool {
-				return n1.logs.contains("level=ERROR", "refusing peer connection", tc.reason)
+				return logHas(n1.logs, "level=ERROR", "refusing peer connection", tc.reason)
 			})
 		})
 	}
@@ -146,10 +146,10 @@ func TestHandshake_BothSidesLogRefusal(t *testing.T) {
 				return dialler.Stats().RefusedOutbound > 0 && acc.Stats().RefusedInbound > 0
 			})
 			eventually(t, "the acceptor logs the reason", func() bool {
-				return acc.logs.contains("level=ERROR", "refusing peer connection", tc.reason)
+				return logHas(acc.logs, "level=ERROR", "refusing peer connection", tc.reason)
 			})
 			eventually(t, "the dialler logs the reason", func() bool {
-				return dialler.logs.contains("level=ERROR", "cannot connect to peer", "handshake refused by node", tc.reason)
+				return logHas(dialler.logs, "level=ERROR", "cannot connect to peer", "handshake refused by node", tc.reason)
 			})
 			err := dialOnce(dialler, 2)
 			var re *RefusedError
@@ -192,7 +192,7 @@ func TestHandshake_DiallerRefusesWipedPeer(t *testing.T) {
 	dialler.Send(2, []raftgroup.Envelope{heartbeat(1)})
 	eventually(t, "the dialler counts the refusal", func() bool { return dialler.Stats().RefusedOutbound > 0 })
 	eventually(t, "the dialler logs why", func() bool {
-		return dialler.logs.contains("node 2 registered as incarnation two", "new-after-wipe")
+		return logHas(dialler.logs, "node 2 registered as incarnation two", "new-after-wipe")
 	})
 	// The dialler closes a refused connection before any frame.
 	if n := acc.recv.msgs.Load(); n != 0 {

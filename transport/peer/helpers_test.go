@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/raftq/raftq/raftgroup"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/raftq/raftq/internal/logging"
+	"github.com/raftq/raftq/raftgroup"
 )
 
 // eventually polls cond until it holds, failing the test after a generous
@@ -29,26 +30,8 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// logBuf is a goroutine-safe log sink that tests search.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// contains reports whether one log line holds all of subs.
-func (l *logBuf) contains(subs ...string) bool {
+// logHas reports whether one line of l holds all of subs.
+func logHas(l *logging.Buffer, subs ...string) bool {
 	for _, line := range strings.Split(l.String(), "\n") {
 		all := true
 		for _, sub := range subs {
@@ -108,10 +91,10 @@ type node struct {
 	*Transport
 	id   uint64
 	recv *recorder
-	logs *logBuf
+	logs *logging.Buffer
 }
 
-func testConfig(id uint64, logs *logBuf) Config {
+func testConfig(id uint64, logs *logging.Buffer) Config {
 	cfg := DefaultConfig()
 	cfg.ClusterID = "test-cluster"
 	cfg.NodeID = id
@@ -127,7 +110,7 @@ func testConfig(id uint64, logs *logBuf) Config {
 // waits for the reader goroutines.
 func startNode(t testing.TB, id uint64, edit func(*Config)) *node {
 	t.Helper()
-	n := &node{id: id, recv: newRecorder(), logs: &logBuf{}}
+	n := &node{id: id, recv: newRecorder(), logs: &logging.Buffer{}}
 	cfg := testConfig(id, n.logs)
 	if edit != nil {
 		edit(&cfg)

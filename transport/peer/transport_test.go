@@ -196,7 +196,7 @@ func TestTransport_RemovePeerStopsTraffic(t *testing.T) {
 		st := n1.Stats()
 		return !st.Peers[2].Connected && st.RefusedOutbound > 0
 	})
-	if !n2.logs.contains("refusing peer connection", "not among this node's peers") {
+	if !logHas(n2.logs, "refusing peer connection", "not among this node's peers") {
 		t.Error("node 2 did not log why it refused the removed node")
 	}
 	n2.AddPeer(1, n1.Addr().String())
