@@ -114,12 +114,30 @@ func TestNode_LogAppendTime(t *testing.T) {
 				r.Value, r.Timestamp, r.Attrs.TimestampType(), before, after)
 		}
 	}
-	// kgo does not read the answer's LogAppendTime: ask directly.
-	before = time.Now().Truncate(time.Millisecond)
-	resp := rawRequest(t, c, leaderOfPartition(t, c, "lat", 0), produceRequest("lat", 0, -1, testBatch(t, -1, -1, -1, "c")))
-	after = time.Now()
-	sp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
-	if got := time.UnixMilli(sp.LogAppendTime); sp.ErrorCode != 0 || got.Before(before) || got.After(after) {
-		t.Errorf("produce answer: error %d, LogAppendTime %v; want the append time, between %v and %v", sp.ErrorCode, got, before, after)
+	// kgo does not read the answer's LogAppendTime: ask directly, with
+	// acks=all and acks=1, and retry an idempotent batch, which is
+	// answered with the time it got the first time.
+	addr, _, _ := c.nodes[leaderOfPartition(t, c, "lat", 0)].Addrs()
+	answer := func(acks int16, batch []byte) int64 {
+		t.Helper()
+		before := time.Now().Truncate(time.Millisecond)
+		req := produceRequest("lat", 0, acks, batch)
+		req.Version = 9 // LogAppendTime is in answers from v2
+		resp := rawKafka(t, addr, req)
+		after := time.Now()
+		sp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		if got := time.UnixMilli(sp.LogAppendTime); sp.ErrorCode != 0 || got.Before(before) || got.After(after) {
+			t.Errorf("acks=%d: error %d, LogAppendTime %v; want the append time, between %v and %v", acks, sp.ErrorCode, got, before, after)
+		}
+		return sp.LogAppendTime
+	}
+	answer(1, testBatch(t, -1, -1, -1, "c"))
+	first := answer(-1, testBatch(t, 4242, 0, 0, "d"))
+	time.Sleep(5 * time.Millisecond)
+	req := produceRequest("lat", 0, -1, testBatch(t, 4242, 0, 0, "d"))
+	req.Version = 9
+	resp := rawKafka(t, addr, req)
+	if sp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; sp.ErrorCode != 0 || sp.LogAppendTime != first {
+		t.Errorf("retried batch: error %d, LogAppendTime %d; want the first answer's %d", sp.ErrorCode, sp.LogAppendTime, first)
 	}
 }

@@ -98,24 +98,7 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 	if err != nil {
 		return fail(codeErr(partition.ErrorCode(err)), err.Error())
 	}
-	if info.Control() || info.Transactional() {
-		return fail(kerr.InvalidRecord, "transactional and control batches are not supported")
-	}
-	if !rep.logAppendTime.Load() {
-		return n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
-	}
-	now := time.Now().UnixMilli()
-	partition.StampLogAppendTime(batch, now)
-	info.Attributes, info.MaxTimestamp = info.Attributes|partition.AttrLogAppendTime, now
-	wait := n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
-	if wait == nil {
-		return nil
-	}
-	return func(ctx context.Context) {
-		if wait(ctx); sp.ErrorCode == 0 {
-			sp.LogAppendTime = now
-		}
-	}
+	return n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
 }
 
 // validateProduced checks a produced batch against the topic's limits and
@@ -127,8 +110,11 @@ func validateProduced(rep *replica, batch []byte) ([]byte, partition.BatchInfo, 
 	if err != nil {
 		return nil, info, err
 	}
+	if info.Control() || info.Transactional() {
+		return nil, info, &partition.BatchError{Kind: partition.ErrInvalidRecord, Reason: "transactional and control batches are not supported"}
+	}
 	to := rep.codec.Load()
-	if to < 0 || info.Compression() == partition.Codec(to) || info.Control() {
+	if to < 0 || info.Compression() == partition.Codec(to) {
 		return batch, info, nil
 	}
 	if batch, err = partition.Recompress(batch, partition.Codec(to)); err != nil {
@@ -154,6 +140,7 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return nil
 	}
+	appendTime := rep.stampTime(batch, &info)
 	base, projected := rep.project(st, int64(info.NumRecords), info.Idempotent())
 	proposed := time.Now()
 	p, err := rep.group.Propose(ctx, partition.ProduceParts(batch)...)
@@ -172,9 +159,9 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 		until := "applied"
 		if early && projected {
 			until = "appended"
-			n.awaitAppended(ctx, rep, p, base, sp)
+			n.awaitAppended(ctx, rep, p, base, appendTime, sp)
 		} else {
-			n.awaitApplied(ctx, rep, p, sp)
+			n.awaitApplied(ctx, rep, p, appendTime, sp)
 		}
 		if sp.ErrorCode == 0 {
 			n.metrics.replicate.WithLabelValues(until).Observe(time.Since(proposed).Seconds())
@@ -183,8 +170,9 @@ func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch
 }
 
 // awaitAppended answers once the batch is durable in the leader's WAL,
-// with the offset the projection gave it.
-func (n *Node) awaitAppended(ctx context.Context, rep *replica, p *raftgroup.Proposal, base int64, sp *kmsg.ProduceResponseTopicPartition) {
+// with the offset the projection gave it. appendTime is the batch's
+// LogAppendTime, or -1.
+func (n *Node) awaitAppended(ctx context.Context, rep *replica, p *raftgroup.Proposal, base, appendTime int64, sp *kmsg.ProduceResponseTopicPartition) {
 	if _, _, err := p.WaitAppended(ctx); err != nil && isLeadershipLoss(err) {
 		n.answerNotLeader(ctx, rep, sp)
 		return
@@ -193,10 +181,13 @@ func (n *Node) awaitAppended(ctx context.Context, rep *replica, p *raftgroup.Pro
 		sp.ErrorCode = proposeErrCode(err)
 		return
 	}
-	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = base, -1, rep.sm.Log().StartOffset()
+	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = base, appendTime, rep.sm.Log().StartOffset()
 }
 
-func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Proposal, sp *kmsg.ProduceResponseTopicPartition) {
+// awaitApplied answers once the batch is applied, with the offsets (and,
+// for a LogAppendTime topic, the append time) it got, or the ones it got
+// the first time if it is an idempotent retry.
+func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Proposal, appendTime int64, sp *kmsg.ProduceResponseTopicPartition) {
 	res, err := p.Wait(ctx)
 	if err != nil && isLeadershipLoss(err) {
 		n.answerNotLeader(ctx, rep, sp)
@@ -212,7 +203,10 @@ func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Prop
 		sp.ErrorCode = kerr.UnknownServerError.Code
 		return
 	}
-	sp.LogAppendTime = -1
+	sp.LogAppendTime = appendTime
+	if pr.Duplicate && appendTime >= 0 {
+		sp.LogAppendTime = pr.MaxTimestamp
+	}
 	if pr.Err != nil {
 		sp.BaseOffset, sp.LogStartOffset = -1, pr.LogStart
 		sp.ErrorCode = errCode(pr.Err)

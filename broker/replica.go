@@ -42,6 +42,7 @@ type replica struct {
 	// raft in the order they arrived.
 	produceMu sync.Mutex
 	proj      projection // guarded by produceMu (but inflight)
+	stamped   int64      // last LogAppendTime given (guarded by produceMu)
 	hinted    uint64     // last term reported as a leadership hint (hint loop only)
 
 	// offsets is set for __consumer_offsets partitions, whose raft group
@@ -155,6 +156,26 @@ func (r *replica) setProduceLimits(t *coordinator.Topic) {
 	}
 	r.codec.Store(codec)
 	r.logAppendTime.Store(t.Config("message.timestamp.type") == "LogAppendTime")
+}
+
+// stampTime gives a batch about to be proposed the topic's timestamp
+// type, as Kafka's broker does. For LogAppendTime it stamps the batch with
+// the leader's clock, never earlier than the last stamp, so that append
+// times follow offsets; for CreateTime it clears a LogAppendTime flag the
+// producer set. It returns the append time, or -1. produceMu held.
+func (r *replica) stampTime(batch []byte, info *partition.BatchInfo) int64 {
+	if !r.logAppendTime.Load() {
+		if info.LogAppendTime() {
+			partition.ClearLogAppendTime(batch)
+			info.Attributes &^= partition.AttrLogAppendTime
+		}
+		return -1
+	}
+	r.stamped = max(time.Now().UnixMilli(), r.stamped)
+	partition.StampLogAppendTime(batch, r.stamped)
+	info.Attributes |= partition.AttrLogAppendTime
+	info.MaxTimestamp = r.stamped
+	return r.stamped
 }
 
 // maxBatchBytes is the largest batch produce takes for t: its

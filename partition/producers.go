@@ -16,6 +16,10 @@ type ProducerBatch struct {
 	LastSeq    int32 `json:"last_seq"`
 	BaseOffset int64 `json:"base_offset"`
 	LastOffset int64 `json:"last_offset"`
+	// MaxTimestamp is the batch's, so that a retry of a LogAppendTime batch
+	// is answered with the time the first one got (0 in state from builds
+	// before 2026-12-01).
+	MaxTimestamp int64 `json:"max_timestamp,omitempty"`
 }
 
 // ProducerState is what a partition remembers of one idempotent producer.
@@ -68,6 +72,7 @@ func recordProducer(st *ProducerState, info BatchInfo, base, last int64) *Produc
 	}
 	st.Batches = append(st.Batches, ProducerBatch{
 		FirstSeq: info.BaseSequence, LastSeq: info.LastSequence(), BaseOffset: base, LastOffset: last,
+		MaxTimestamp: info.MaxTimestamp,
 	})
 	if len(st.Batches) > maxCachedBatches {
 		st.Batches = st.Batches[len(st.Batches)-maxCachedBatches:]

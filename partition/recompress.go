@@ -96,6 +96,15 @@ func StampLogAppendTime(b []byte, now int64) {
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
 
+// ClearLogAppendTime marks the batch b, in place, as timestamped by its
+// producer (CreateTime), recomputing the CRC: what Kafka does to a batch
+// that claims LogAppendTime on a CreateTime topic.
+func ClearLogAppendTime(b []byte) {
+	attrs := binary.BigEndian.Uint16(b[offAttributes:])
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs&^attrLogAppendTime)
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+}
+
 // decompressRecords returns the records of a batch payload in codec c, refusing
 // more than MaxDecompressedBytes.
 func decompressRecords(src []byte, c Codec) ([]byte, error) {

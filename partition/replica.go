@@ -56,6 +56,8 @@ var _ raftgroup.StateMachine = (*Replica)(nil)
 type ProduceResult struct {
 	Base, Last int64 // offsets of the batch's first and last records
 	LogStart   int64
+	// MaxTimestamp is the batch's, or for a duplicate the first one's.
+	MaxTimestamp int64
 	// Duplicate means an idempotent retry: Base and Last are the offsets the
 	// batch got the first time, and nothing was appended.
 	Duplicate bool
@@ -201,7 +203,7 @@ func (r *Replica) applyProduce(l *Log, batch []byte, term uint64) (*ProduceResul
 			return &ProduceResult{Err: err, LogStart: l.StartOffset()}, nil
 		}
 		if dup != nil {
-			return &ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, Duplicate: true, LogStart: l.StartOffset()}, nil
+			return &ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, MaxTimestamp: dup.MaxTimestamp, Duplicate: true, LogStart: l.StartOffset()}, nil
 		}
 	}
 	base, last, err := l.AppendValidated(batch, int32(term))
@@ -218,7 +220,7 @@ func (r *Replica) applyProduce(l *Log, batch []byte, term uint64) (*ProduceResul
 	if err := l.SetHighWatermark(last + 1); err != nil {
 		return nil, err
 	}
-	return &ProduceResult{Base: base, Last: last, LogStart: l.StartOffset()}, nil
+	return &ProduceResult{Base: base, Last: last, MaxTimestamp: info.MaxTimestamp, LogStart: l.StartOffset()}, nil
 }
 
 // applyAdvanceStart moves the log start (DeleteRecords, retention). An
