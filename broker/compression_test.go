@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -139,5 +140,24 @@ func TestNode_LogAppendTime(t *testing.T) {
 	resp := rawKafka(t, addr, req)
 	if sp := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; sp.ErrorCode != 0 || sp.LogAppendTime != first {
 		t.Errorf("retried batch: error %d, LogAppendTime %d; want the first answer's %d", sp.ErrorCode, sp.LogAppendTime, first)
+	}
+}
+
+// A compressed batch whose payload no consumer could decode is refused at
+// produce with CORRUPT_MESSAGE, as Kafka refuses it, on a topic that keeps
+// the producer's codec too; nothing reaches the log.
+func TestNode_CorruptCompressedBatchRefused(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "gz", 1, 3)
+	bad := encodeBatch(kmsg.RecordBatch{Magic: 2, Attributes: 1, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: 1, Records: []byte("this is not gzip")})
+	addr, _, _ := c.nodes[leaderOfPartition(t, c, "gz", 0)].Addrs()
+	if code, _ := produceCode(rawKafka(t, addr, produceRequest("gz", 0, -1, bad))); code != kerr.CorruptMessage.Code {
+		t.Fatalf("a batch marked gzip that is not gzip: error %d, want CORRUPT_MESSAGE (%d)", code, kerr.CorruptMessage.Code)
+	}
+	produceSync(t, cl, "gz", 0, "good")
+	if recs := consumeAll(t, c, "gz", 0, 1); string(recs[0].Value) != "good" || recs[0].Offset != 0 {
+		t.Errorf("read %q at offset %d, want the good record at 0", recs[0].Value, recs[0].Offset)
 	}
 }

@@ -101,8 +101,9 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 	return n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
 }
 
-// validateProduced checks a produced batch against the topic's limits and
-// returns it as it is to be proposed: in the codec the topic's
+// validateProduced checks a produced batch against the topic's limits,
+// and its records, compressed or not, as Kafka's broker does; it returns
+// the batch as it is to be proposed: in the codec the topic's
 // compression.type names, if it names one (partition.Recompress).
 func validateProduced(rep *replica, batch []byte) ([]byte, partition.BatchInfo, error) {
 	limit := int(rep.maxBatchBytes.Load())
@@ -115,7 +116,7 @@ func validateProduced(rep *replica, batch []byte) ([]byte, partition.BatchInfo, 
 	}
 	to := rep.codec.Load()
 	if to < 0 || info.Compression() == partition.Codec(to) {
-		return batch, info, nil
+		return batch, info, partition.CheckRecords(batch)
 	}
 	if batch, err = partition.Recompress(batch, partition.Codec(to)); err != nil {
 		return nil, info, err

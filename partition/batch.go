@@ -2,7 +2,6 @@ package partition
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -33,8 +32,6 @@ const (
 const BatchHeaderSize = batchHeaderSize
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-var errVarint = errors.New("bad varint")
 
 // Codec is the compression codec in a batch's attributes.
 type Codec int8
@@ -165,11 +162,12 @@ func headerInfo(rb *kmsg.RecordBatch, size int) (BatchInfo, error) {
 
 // ValidateBatch fully checks that b is one v2 batch of at most maxBytes:
 // the header as ParseBatchHeader does, the CRC-32C, and for uncompressed
-// batches the record framing (each record's length and offset delta, and
-// that the records exactly fill the batch). It neither copies nor decodes
-// record keys, values or headers, and does not decompress: a compressed
-// payload is trusted once its CRC matches. The broker calls it before
-// proposing a batch; Append calls it again unless told not to.
+// batches every record (its length, offset delta, key, value and headers
+// well formed, and filling the record exactly, as Kafka's broker reads
+// them; the records must exactly fill the batch). It copies nothing and
+// does not decompress: CheckRecords does that for a compressed batch. The
+// broker calls both before proposing a batch; Append calls ValidateBatch
+// again unless told not to.
 func ValidateBatch(b []byte, maxBytes int) (BatchInfo, error) {
 	if len(b) > maxBytes {
 		return BatchInfo{}, &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(b), maxBytes)}
@@ -198,7 +196,7 @@ func checkRecordFraming(recs []byte, n int32) error {
 			return corrupt("record %d: bad length prefix", i)
 		}
 		body := recs[k : k+int(length)]
-		delta, err := recordOffsetDelta(body)
+		delta, err := checkRecordBody(body)
 		if err != nil {
 			return corrupt("record %d: %v", i, err)
 		}
@@ -211,20 +209,6 @@ func checkRecordFraming(recs []byte, n int32) error {
 		return corrupt("%d bytes follow the last of %d records", len(recs), n)
 	}
 	return nil
-}
-
-// recordOffsetDelta reads the offset delta from a record body (after the
-// length prefix): attributes (1 byte), timestampDelta, offsetDelta.
-func recordOffsetDelta(body []byte) (int64, error) {
-	_, k := binary.Varint(body[1:])
-	if k <= 0 {
-		return 0, errVarint
-	}
-	delta, j := binary.Varint(body[1+k:])
-	if j <= 0 {
-		return 0, errVarint
-	}
-	return delta, nil
 }
 
 // stampHeader writes the assigned base offset and leader epoch into hdr,

@@ -44,9 +44,11 @@
 // ValidateBatch is the full check the broker runs at produce time, before
 // proposing a batch to raft: frame length, exactly one batch, magic 2,
 // CRC-32C (hardware-accelerated), record count against lastOffsetDelta,
-// size, and, for uncompressed batches, each record's length prefix and
-// offset delta (no key, value or header is decoded or copied; compressed
-// payloads are trusted once their CRC matches). It returns BatchInfo: the
+// size, and, for uncompressed batches, every record's fields (lengths,
+// offset delta, key, value, headers; nothing is copied). CheckRecords does
+// the same for a compressed batch after decompressing it, so that a
+// payload no consumer can decode is refused at produce, as Kafka refuses
+// it. It returns BatchInfo: the
 // header facts producer dedup needs. Rejections are *BatchError values
 // wrapping ErrCorruptBatch, ErrInvalidRecord or ErrBatchTooLarge; ErrorCode
 // maps them (and the other errors here) to Kafka codes.
@@ -54,9 +56,10 @@
 // Recompress (recompress.go) rewrites a validated batch into another
 // codec, for topics whose compression.type names one: the leader calls it
 // before proposing, so every replica stores the same bytes. It checks the
-// decompressed records' framing, and decompression, here and in
-// ListOffsets by timestamp, stops at MaxDecompressedBytes (64 MiB), so a
-// small payload that claims gigabytes is refused instead of allocated.
+// decompressed records' framing. Decompression at produce stops at
+// MaxDecompressedBytes (64 MiB), so a small payload that claims gigabytes
+// is refused instead of allocated, and at most GOMAXPROCS batches (2 at
+// least) are decompressed at once, so many producers cannot multiply it.
 //
 // Append validates again and appends; AppendValidated, for the raft apply
 // path, checks only the header (constant cost). Both take the leader epoch

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // Special timestamps of a ListOffsets request.
@@ -124,9 +125,11 @@ func (l *Log) firstRecordAt(b []byte, ts, from int64) (int64, int64, bool, error
 	}
 	recs := b[batchHeaderSize:]
 	if info.Compression() != CodecNone {
-		recs, err = decompressRecords(recs, info.Compression())
+		// Stored batches were checked with MaxDecompressedBytes only if a
+		// recent build took them; this bound is kgo's, as before.
+		recs, err = decompressRecords(recs, info.Compression(), math.MaxInt32)
 		if err != nil {
-			return -1, -1, false, fmt.Errorf("decompress batch at offset %d: %w: %w", base, ErrCorruptLog, err)
+			return -1, -1, false, fmt.Errorf("decompress batch at offset %d: %w: %v", base, ErrCorruptLog, err)
 		}
 	}
 	return scanRecordTimes(recs, info, base, ts, from)

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -60,7 +61,9 @@ func Recompress(b []byte, to Codec) ([]byte, error) {
 	if from == to {
 		return b, nil
 	}
-	recs, err := decompressRecords(b[batchHeaderSize:], from)
+	release := acquireDecompression()
+	defer release()
+	recs, err := decompressRecords(b[batchHeaderSize:], from, MaxDecompressedBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +87,36 @@ func Recompress(b []byte, to Codec) ([]byte, error) {
 	return out, nil
 }
 
+// CheckRecords checks the records of the validated batch b as
+// ValidateBatch checks an uncompressed batch's, decompressing them first
+// if they are compressed: what Kafka's broker does before it appends a
+// batch, so that a payload no consumer can decode is refused at produce
+// instead of stopping every consumer of the partition at it.
+func CheckRecords(b []byte) error {
+	info, err := ParseBatchHeader(b)
+	if err != nil || info.Compression() == CodecNone {
+		return err // uncompressed records were checked by ValidateBatch
+	}
+	release := acquireDecompression()
+	defer release()
+	recs, err := decompressRecords(b[batchHeaderSize:], info.Compression(), MaxDecompressedBytes)
+	if err != nil {
+		return err
+	}
+	return checkRecordFraming(recs, info.NumRecords)
+}
+
+// decompressions bounds how many batches the node decompresses at once
+// (Recompress, CheckRecords), and so the memory that many producers can
+// make it hold: each may take MaxDecompressedBytes and twice that while
+// it grows. Producers beyond it wait their turn.
+var decompressions = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+
+func acquireDecompression() (release func()) {
+	decompressions <- struct{}{}
+	return func() { <-decompressions }
+}
+
 // StampLogAppendTime marks the batch b, in place, as timestamped by the
 // broker at now (Unix milliseconds), as Kafka does for a topic whose
 // message.timestamp.type is LogAppendTime: the timestamp type bit and the
@@ -105,9 +138,9 @@ func ClearLogAppendTime(b []byte) {
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
 
-// decompressRecords returns the records of a batch payload in codec c, refusing
-// more than MaxDecompressedBytes.
-func decompressRecords(src []byte, c Codec) ([]byte, error) {
+// decompressRecords returns the records of a batch payload in codec c,
+// refusing more than limit bytes.
+func decompressRecords(src []byte, c Codec, limit int) ([]byte, error) {
 	var (
 		out []byte
 		err error
@@ -118,17 +151,17 @@ func decompressRecords(src []byte, c Codec) ([]byte, error) {
 	case CodecGzip:
 		var r *gzip.Reader
 		if r, err = gzip.NewReader(bytes.NewReader(src)); err == nil {
-			out, err = readBounded(r)
+			out, err = readBounded(r, limit)
 		}
 	case CodecLz4:
-		out, err = readBounded(lz4.NewReader(bytes.NewReader(src)))
+		out, err = readBounded(lz4.NewReader(bytes.NewReader(src)), limit)
 	case CodecSnappy:
-		if err = checkSnappySize(src); err == nil {
+		if err = checkSnappySize(src, limit); err == nil {
 			out, err = kgo.DefaultDecompressor().Decompress(src, kgo.CodecSnappy)
 		}
 	case CodecZstd:
-		if out, err = zstdDecoder().DecodeAll(src, nil); errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-			return nil, tooBig()
+		if out, err = zstdDecoder(limit).DecodeAll(src, nil); errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, tooBig(limit)
 		}
 	default:
 		return nil, invalid("unknown compression codec %d", c)
@@ -143,16 +176,16 @@ func decompressRecords(src []byte, c Codec) ([]byte, error) {
 	return out, nil
 }
 
-func readBounded(r io.Reader) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressedBytes+1))
-	if err == nil && len(out) > MaxDecompressedBytes {
-		return nil, tooBig()
+func readBounded(r io.Reader, limit int) ([]byte, error) {
+	out, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err == nil && len(out) > limit {
+		return nil, tooBig(limit)
 	}
 	return out, err
 }
 
-func tooBig() error {
-	return &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("records decompress to more than %d bytes", MaxDecompressedBytes)}
+func tooBig(limit int) error {
+	return &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("records decompress to more than %d bytes", limit)}
 }
 
 // xerialMagic starts snappy in the framing Kafka's Java clients write:
@@ -160,12 +193,12 @@ func tooBig() error {
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // checkSnappySize adds up the lengths a snappy payload's blocks claim, so
-// that decoding never allocates more than MaxDecompressedBytes.
-func checkSnappySize(src []byte) error {
+// that decoding never allocates more than limit bytes.
+func checkSnappySize(src []byte, limit int) error {
 	if len(src) <= 16 || !bytes.HasPrefix(src, xerialMagic) {
 		n, err := s2.DecodedLen(src)
-		if err == nil && n > MaxDecompressedBytes {
-			return tooBig()
+		if err == nil && n > limit {
+			return tooBig(limit)
 		}
 		return err
 	}
@@ -183,21 +216,32 @@ func checkSnappySize(src []byte) error {
 		if err != nil {
 			return err
 		}
-		if total += n; total > MaxDecompressedBytes {
-			return tooBig()
+		if total += n; total > limit {
+			return tooBig(limit)
 		}
 		rest = rest[size:]
 	}
 	return nil
 }
 
-var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxDecompressedBytes), zstd.WithDecoderConcurrency(0))
+// zstdDecoders holds a decoder per output bound; each is safe for
+// concurrent DecodeAll calls.
+var zstdDecoders sync.Map // int -> *zstd.Decoder
+
+func zstdDecoder(limit int) *zstd.Decoder {
+	if d, ok := zstdDecoders.Load(limit); ok {
+		return d.(*zstd.Decoder)
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderConcurrency(0))
 	if err != nil {
 		panic(fmt.Sprintf("zstd decoder: %v", err)) // only for bad options
 	}
-	return d
-})
+	v, loaded := zstdDecoders.LoadOrStore(limit, d)
+	if loaded {
+		d.Close()
+	}
+	return v.(*zstd.Decoder)
+}
 
 // compressors holds one kgo compressor per codec; each is safe for
 // concurrent use and pools its encoders.

@@ -126,8 +126,8 @@ func xerial(src []byte, block int) []byte {
 }
 
 // FuzzRecompress: whatever a producer sends, Recompress returns an error
-// or a batch that validates, holds the same records, and comes back to
-// the same records in every codec.
+// or a batch that validates, holds the same records, passes CheckRecords,
+// and decompresses back to the records that came in.
 func FuzzRecompress(f *testing.F) {
 	recs := []testRecord{{ts: 1, key: []byte("k"), value: []byte("value")}, {ts: 2}}
 	for _, c := range allCodecs {
@@ -154,8 +154,15 @@ func FuzzRecompress(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a recompressed batch does not decompress: %v", err)
 		}
-		if err := checkRecordFraming(back[batchHeaderSize:], info.NumRecords); err != nil {
-			t.Fatalf("records do not frame: %v", err)
+		recs, err := decompressRecords(b[batchHeaderSize:], in.Compression(), MaxDecompressedBytes)
+		if err != nil {
+			t.Fatalf("Recompress took records that do not decompress: %v", err)
+		}
+		if !bytes.Equal(back[batchHeaderSize:], recs) {
+			t.Fatal("the records changed on the way")
+		}
+		if err := CheckRecords(out); err != nil {
+			t.Fatalf("CheckRecords refuses what Recompress gave: %v", err)
 		}
 	})
 }
@@ -177,6 +184,28 @@ func TestStampLogAppendTime(t *testing.T) {
 		}
 		if !bytes.Equal(b[batchHeaderSize:], recs) {
 			t.Errorf("%s: records changed", codecName(c))
+		}
+	}
+}
+
+// TestCheckRecords: a compressed batch whose payload does not decode, or
+// whose records do not frame, is refused; good ones in every codec pass.
+func TestCheckRecords(t *testing.T) {
+	recs := []testRecord{{ts: 1, value: []byte("v")}, {ts: 2, key: []byte("k")}}
+	for _, c := range allCodecs {
+		if err := CheckRecords(makeBatch(t, batchSpec{records: recs, codec: c, producerID: -1, producerEpoch: -1, baseSequence: -1})); err != nil {
+			t.Errorf("%s: %v", codecName(c), err)
+		}
+	}
+	base := makeBatch(t, batchSpec{records: recs, producerID: -1, producerEpoch: -1, baseSequence: -1})
+	bad := map[string][]byte{
+		"gzip that is not gzip":      withPayload(base, CodecGzip, []byte("not gzip at all")),
+		"gzip of a broken record":    withPayload(base, CodecGzip, compress(t, []byte{12, 0, 0, 0, 10, 'k', 0, 0}, CodecGzip)),
+		"zstd of one record for two": withPayload(base, CodecZstd, compress(t, encodeRecords(recs[:1]), CodecZstd)),
+	}
+	for name, b := range bad {
+		if err := CheckRecords(b); !errors.Is(err, ErrCorruptBatch) {
+			t.Errorf("%s: %v, want a corrupt batch", name, err)
 		}
 	}
 }
