@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftq/raftq/chaos"
+	"github.com/raftq/raftq/partition"
 )
 
 // TestE2E_Clients moves records through three raftq processes with every
@@ -330,6 +332,20 @@ func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string) {
 		if got := consume(topic, len(vals)); !slices.Equal(got, vals) {
 			t.Errorf("kcat read %s back as %v, want %v", topic, got, vals)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		hosts := hostsOf(ctx, c, topic, 0)
+		cancel()
+		waitReplicasEqual(t, c, topic, 0, hosts)
+		n, _ := c.Node(hosts[0])
+		codecs := batchCodecs(segmentBytes(t, n, topic, 0))
+		if len(codecs) == 0 {
+			t.Errorf("%s: no batch in node %d's log", topic, hosts[0])
+		}
+		for _, got := range codecs {
+			if want, _ := partition.ParseCodec(codec); got != want {
+				t.Errorf("%s stores a batch in codec %d, want %s (%d)", topic, got, codec, want)
+			}
+		}
 	}
 
 	// librdkafka's group consumer (what confluent-kafka-go and -python
@@ -362,4 +378,15 @@ func runKcat(t *testing.T, kcat, stdin string, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("kcat timed out: %w", ctx.Err())
 	}
 	return stdout.String(), err
+}
+
+// batchCodecs lists the codec of each batch in a partition's log bytes.
+func batchCodecs(log []byte) []partition.Codec {
+	var out []partition.Codec
+	for len(log) >= partition.BatchHeaderSize {
+		size := 12 + int(binary.BigEndian.Uint32(log[8:12]))
+		out = append(out, partition.Codec(binary.BigEndian.Uint16(log[21:23])&7))
+		log = log[min(size, len(log)):]
+	}
+	return out
 }
