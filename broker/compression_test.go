@@ -50,6 +50,18 @@ func TestNode_TopicCompressionType(t *testing.T) {
 		}
 	}
 
+	// A consumer too old for zstd (Fetch below v10) is told so, as Kafka
+	// tells it; v10 reads the records.
+	addr, _, _ := c.nodes[leaderOfPartition(t, c, "z", 0)].Addrs()
+	old := fetchRequest("z", 0, 0, -1)
+	old.Version = 9
+	if code := fetchPart(rawKafka(t, addr, old)).ErrorCode; code != kerr.UnsupportedCompressionType.Code {
+		t.Errorf("Fetch v9 of a zstd topic: error %d, want UNSUPPORTED_COMPRESSION_TYPE", code)
+	}
+	if p := fetchPart(rawKafka(t, addr, fetchRequest("z", 0, 0, -1))); p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+		t.Errorf("Fetch v11 of a zstd topic: error %d, %d bytes", p.ErrorCode, len(p.RecordBatches))
+	}
+
 	producer := "producer"
 	ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "compression.type", Value: &producer}}, "z")
 	if err == nil {

@@ -103,6 +103,11 @@ func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.Fetch
 		sp.ErrorCode = code
 		return sp, nil
 	}
+	if r.Version < 10 && rep.codec.Load() == int32(partition.CodecZstd) {
+		// As Kafka: a client that fetches below v10 cannot read zstd.
+		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
+		return sp, nil
+	}
 	l := rep.sm.Log()
 	hw, changed := l.WatchHighWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, l.StartOffset()
