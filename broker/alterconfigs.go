@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +38,11 @@ func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterCo
 		switch {
 		case c.Op == 0 && c.Value != nil:
 			ac.Set[c.Name] = *c.Value
+		case c.Op == 1 && !coordinator.KnownTopicConfig(c.Name):
+			// As Kafka: deleting a key no topic can have is an error,
+			// not a change that did nothing.
+			msg := fmt.Sprintf("unknown topic config %q", c.Name)
+			return kerr.InvalidConfig.Code, &msg
 		case c.Op == 1:
 			ac.Delete = append(ac.Delete, c.Name)
 		default:

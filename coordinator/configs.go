@@ -79,6 +79,13 @@ func TopicConfigDefs() []ConfigDef {
 	return out
 }
 
+// KnownTopicConfig reports whether name is a topic config raftq
+// understands.
+func KnownTopicConfig(name string) bool {
+	_, ok := topicConfigDefs[name]
+	return ok
+}
+
 // ValidateTopicConfigs checks keys and values, returning an error that names
 // the first bad one.
 func ValidateTopicConfigs(cfgs map[string]string) error {

@@ -19,9 +19,12 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 	part := fs.Int32("partition", -1, "only this partition")
 	follow := fs.BoolP("follow", "f", false, "keep waiting for new records")
 	maxRecs := fs.Int64("max", 0, "stop after this many records")
-	format := fs.String("format", "value", "value, or full (partition, offset, key, value)")
+	format := fs.String("format", "value", "value, or full (partition, offset, timestamp as Kafka's console consumer prints it, key, value)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *format != "value" && *format != "full" {
+		return usageError{fmt.Errorf("--format %q: want value or full", *format)}
 	}
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one topic")}
@@ -175,7 +178,11 @@ func consumeLoop(ctx context.Context, e *env, cl *kgo.Client, remaining map[int3
 
 func printRecord(e *env, r *kgo.Record, full bool) {
 	if full {
-		fmt.Fprintf(e.stdout, "%d\t%d\t%s\t%s\n", r.Partition, r.Offset, r.Key, r.Value)
+		typ := "CreateTime"
+		if r.Attrs.TimestampType() == 1 {
+			typ = "LogAppendTime"
+		}
+		fmt.Fprintf(e.stdout, "%d\t%d\t%s:%d\t%s\t%s\n", r.Partition, r.Offset, typ, r.Timestamp.UnixMilli(), r.Key, r.Value)
 		return
 	}
 	fmt.Fprintf(e.stdout, "%s\n", r.Value)

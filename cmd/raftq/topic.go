@@ -231,8 +231,8 @@ func topicAlter(ctx context.Context, e *env, args []string) error {
 	}
 	if *parts > 0 {
 		res, err := adm.UpdatePartitions(ctx, int(*parts), topic)
-		if err == nil {
-			err = res.Error()
+		if r, ok := res[topic]; err == nil && ok {
+			err = errMsg(r.Err, r.ErrMessage) // the broker's words, not the code's generic text
 		}
 		if err != nil {
 			return fmt.Errorf("alter %s partitions: %w", topic, err)
@@ -253,8 +253,15 @@ func configAlters(sets, deletes []string) ([]kadm.AlterConfig, error) {
 	for k, v := range cfgs {
 		out = append(out, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
 	}
+	deleted := map[string]bool{}
 	for _, k := range deletes {
-		out = append(out, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+		if _, set := cfgs[k]; set {
+			return nil, usageError{fmt.Errorf("config %s is both set and deleted", k)}
+		}
+		if !deleted[k] {
+			deleted[k] = true
+			out = append(out, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+		}
 	}
 	return out, nil
 }
