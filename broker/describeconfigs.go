@@ -31,9 +31,11 @@ func (n *Node) serveDescribeConfigs(_ *kafka.Conn, req *kafka.Request) kafka.Pen
 			t := n.meta.View().Topics[rr.ResourceName]
 			if t == nil {
 				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				msg := fmt.Sprintf("topic %q does not exist", rr.ResourceName)
+				out.ErrorMessage = &msg
 				break
 			}
-			cfgs = topicConfigEntries(t, r.IncludeDocumentation)
+			cfgs = topicConfigEntries(t, r.IncludeSynonyms, r.IncludeDocumentation)
 		case resourceBroker:
 			// As Kafka: a broker describes its own settings; the empty
 			// name asks for cluster-wide dynamic configs, of which raftq
@@ -60,14 +62,20 @@ func (n *Node) serveDescribeConfigs(_ *kafka.Conn, req *kafka.Request) kafka.Pen
 	return kafka.Ready(resp)
 }
 
-func topicConfigEntries(t *coordinator.Topic, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
+// topicConfigEntries describes every topic config of t with its type and
+// source and, when asked, as Kafka does, its synonyms (the topic's own
+// value, then the default it overrides) and documentation.
+func topicConfigEntries(t *coordinator.Topic, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, d := range coordinator.TopicConfigDefs() {
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		v := t.Config(d.Name)
-		c.Name, c.Value = d.Name, &v
+		c.Name, c.Value, c.ConfigType = d.Name, &v, d.Type
 		c.Source = configSource(t, d.Name)
 		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+		if synonyms {
+			c.ConfigSynonyms = configSynonyms(d, v, c.Source)
+		}
 		if docs {
 			doc := d.Doc
 			c.Documentation = &doc
@@ -75,6 +83,19 @@ func topicConfigEntries(t *coordinator.Topic, docs bool) []kmsg.DescribeConfigsR
 		out = append(out, c)
 	}
 	return out
+}
+
+func configSynonyms(d coordinator.ConfigDef, v string, src kmsg.ConfigSource) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	syn := func(v string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		s.Name, s.Value, s.Source = d.Name, &v, src
+		return s
+	}
+	out := []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
+	if src != kmsg.ConfigSourceDefaultConfig {
+		out = append(out, syn(v, src))
+	}
+	return append(out, syn(d.Default, kmsg.ConfigSourceDefaultConfig))
 }
 
 func (n *Node) brokerConfigEntries() []kmsg.DescribeConfigsResponseResourceConfig {

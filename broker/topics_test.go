@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // walLayouts runs a test on the shared node WAL (the default) and on a WAL
@@ -56,10 +57,31 @@ func testTopicLifecycle(t *testing.T, mod func(*Config)) {
 	for _, cfg := range rc.Configs {
 		if cfg.Key == "retention.ms" && cfg.MaybeValue() == "60000" {
 			found = true
+			// As Kafka: the topic's value, then the default it overrides.
+			if len(cfg.Synonyms) != 2 || cfg.Synonyms[0].Source != kmsg.ConfigSourceDynamicTopicConfig ||
+				cfg.Synonyms[1].Source != kmsg.ConfigSourceDefaultConfig || *cfg.Synonyms[1].Value != "604800000" {
+				t.Errorf("retention.ms synonyms %+v, want the topic's value then the default", cfg.Synonyms)
+			}
+		}
+		if cfg.Key == "segment.bytes" && len(cfg.Synonyms) != 1 {
+			t.Errorf("segment.bytes, a default, has synonyms %+v, want the default alone", cfg.Synonyms)
 		}
 	}
 	if !found {
 		t.Errorf("retention.ms=60000 not described: %+v", rc.Configs)
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeTopic, "life", []string{"retention.ms"}
+	req.Resources = append(req.Resources, rr)
+	rr.ResourceName = "no-such-topic"
+	req.Resources = append(req.Resources, rr)
+	dresp := rawRequest(t, c, 1, req).(*kmsg.DescribeConfigsResponse)
+	if got := dresp.Resources[0].Configs; len(got) != 1 || got[0].ConfigType != kmsg.ConfigTypeLong {
+		t.Errorf("retention.ms described as %+v, want one entry of type LONG", got)
+	}
+	if miss := dresp.Resources[1]; miss.ErrorCode != kerr.UnknownTopicOrPartition.Code || miss.ErrorMessage == nil {
+		t.Errorf("a missing topic: error %d, message %v; want UNKNOWN_TOPIC_OR_PARTITION with a message", miss.ErrorCode, miss.ErrorMessage)
 	}
 	if _, err := adm.CreatePartitions(ctx, 2, "life"); err != nil {
 		t.Fatal(err)

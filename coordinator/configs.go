@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/raftq/raftq/partition"
 )
 
@@ -13,6 +15,7 @@ type ConfigDef struct {
 	Name    string
 	Default string
 	Doc     string
+	Type    kmsg.ConfigType // as Kafka types the same key
 	check   func(string) error
 }
 
@@ -27,21 +30,21 @@ var topicConfigDefs = buildTopicConfigs()
 
 func buildTopicConfigs() map[string]ConfigDef {
 	defs := map[string]ConfigDef{}
-	defineConfig := func(name, def, doc string, check func(string) error) {
-		defs[name] = ConfigDef{Name: name, Default: def, Doc: doc, check: check}
+	defineConfig := func(name, def string, typ kmsg.ConfigType, doc string, check func(string) error) {
+		defs[name] = ConfigDef{Name: name, Default: def, Type: typ, Doc: doc, check: check}
 	}
-	defineConfig("cleanup.policy", "delete", "only delete is supported", oneOf("delete"))
-	defineConfig("retention.ms", "604800000", "time to keep a segment; -1 keeps forever", intAtLeast(-1))
-	defineConfig("retention.bytes", "-1", "size to keep per partition; -1 keeps all", intAtLeast(-1))
-	defineConfig("segment.bytes", "1073741824", "segment size before a roll", intAtLeast(partition.BatchHeaderSize))
-	defineConfig("segment.ms", "604800000", "segment age before a roll", intAtLeast(1))
-	defineConfig("max.message.bytes", "1048588", "largest record batch accepted", intAtLeast(0))
-	defineConfig("index.interval.bytes", "4096", "bytes between sparse index entries", intAtLeast(0))
-	defineConfig("message.timestamp.type", "CreateTime", "CreateTime keeps the producer's timestamps; LogAppendTime has the leader stamp each batch with its own clock when it takes it", oneOf("CreateTime", "LogAppendTime"))
-	defineConfig("compression.type", "producer", "producer stores batches as produced; uncompressed, gzip, snappy, lz4 or zstd makes the leader recompress batches in any other codec before they are replicated", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
-	defineConfig("min.insync.replicas", "1", "isr mode only; with replication.mode=raft an acks=all write waits for a majority of the replicas (2 of 3, 3 of 5), whatever this says", intAtLeast(1))
-	defineConfig("unclean.leader.election.enable", "false", "isr mode only; raft mode never elects a replica that lacks committed writes", oneOf("true", "false"))
-	defineConfig("replication.mode", ModeRaft, "raft (each partition a raft group) or isr (Kafka-style)", oneOf(ModeRaft, ModeISR))
+	defineConfig("cleanup.policy", "delete", kmsg.ConfigTypeList, "only delete is supported", oneOf("delete"))
+	defineConfig("retention.ms", "604800000", kmsg.ConfigTypeLong, "time to keep a segment; -1 keeps forever", intAtLeast(-1))
+	defineConfig("retention.bytes", "-1", kmsg.ConfigTypeLong, "size to keep per partition; -1 keeps all", intAtLeast(-1))
+	defineConfig("segment.bytes", "1073741824", kmsg.ConfigTypeInt, "segment size before a roll", intAtLeast(partition.BatchHeaderSize))
+	defineConfig("segment.ms", "604800000", kmsg.ConfigTypeLong, "segment age before a roll", intAtLeast(1))
+	defineConfig("max.message.bytes", "1048588", kmsg.ConfigTypeInt, "largest record batch accepted", intAtLeast(0))
+	defineConfig("index.interval.bytes", "4096", kmsg.ConfigTypeInt, "bytes between sparse index entries", intAtLeast(0))
+	defineConfig("message.timestamp.type", "CreateTime", kmsg.ConfigTypeString, "CreateTime keeps the producer's timestamps; LogAppendTime has the leader stamp each batch with its own clock when it takes it", oneOf("CreateTime", "LogAppendTime"))
+	defineConfig("compression.type", "producer", kmsg.ConfigTypeString, "producer stores batches as produced; uncompressed, gzip, snappy, lz4 or zstd makes the leader recompress batches in any other codec before they are replicated", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
+	defineConfig("min.insync.replicas", "1", kmsg.ConfigTypeInt, "isr mode only; with replication.mode=raft an acks=all write waits for a majority of the replicas (2 of 3, 3 of 5), whatever this says", intAtLeast(1))
+	defineConfig("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean, "isr mode only; raft mode never elects a replica that lacks committed writes", oneOf("true", "false"))
+	defineConfig("replication.mode", ModeRaft, kmsg.ConfigTypeString, "raft (each partition a raft group) or isr (Kafka-style)", oneOf(ModeRaft, ModeISR))
 	return defs
 }
 
