@@ -205,7 +205,7 @@ func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Prop
 		return
 	}
 	sp.LogAppendTime = appendTime
-	if pr.Duplicate && appendTime >= 0 {
+	if pr.Duplicate && appendTime >= 0 && pr.MaxTimestamp > 0 { // 0: state from an older build
 		sp.LogAppendTime = pr.MaxTimestamp
 	}
 	if pr.Err != nil {
