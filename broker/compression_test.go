@@ -99,14 +99,16 @@ func codecs(t *testing.T, l *partition.Log, offset int64) []partition.Codec {
 }
 
 // A topic with message.timestamp.type=LogAppendTime: the leader's clock
-// stamps each batch, the produce answer carries that time, and consumers
-// read it as every record's timestamp, of type LogAppendTime.
+// stamps each batch (after recompressing it, here to gzip), the produce
+// answer carries that time, and consumers read it as every record's
+// timestamp, of type LogAppendTime.
 func TestNode_LogAppendTime(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx := testCtx(t)
-	typ := "LogAppendTime"
-	res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, map[string]*string{"message.timestamp.type": &typ}, "lat")
+	// gzip too: a batch is recompressed, then stamped.
+	typ, gz := "LogAppendTime", "gzip"
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, map[string]*string{"message.timestamp.type": &typ, "compression.type": &gz}, "lat")
 	if err == nil {
 		err = res.Err
 	}
@@ -126,6 +128,10 @@ func TestNode_LogAppendTime(t *testing.T) {
 			t.Errorf("record %q: timestamp %v of type %d, want one of type 1 (LogAppendTime) between %v and %v",
 				r.Value, r.Timestamp, r.Attrs.TimestampType(), before, after)
 		}
+	}
+	c.everyLog(t, "every replica to hold the batch", "lat", 0, func(l *partition.Log) bool { return l.HighWatermark() == 2 })
+	if got := codecs(t, c.nodes[1].replicaFor("lat", 0).sm.Log(), 0); len(got) != 1 || got[0] != partition.CodecGzip {
+		t.Errorf("stored codecs %v, want one gzip batch", got)
 	}
 	// kgo does not read the answer's LogAppendTime: ask directly, with
 	// acks=all and acks=1, and retry an idempotent batch, which is
