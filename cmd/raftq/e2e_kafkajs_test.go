@@ -29,7 +29,8 @@ import (
 // group, so this also runs its JoinGroup, SyncGroup, Heartbeat and
 // OffsetCommit against raftq's coordinator. (It reads its own topic, not
 // franz-go's: kafkajs cannot decode snappy, franz-go's default codec,
-// without a plugin, from Kafka as from raftq.)
+// without a plugin, from Kafka as from raftq.) Last, it reads franz-go's
+// records from a topic whose compression.type is gzip.
 func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster) {
 	node, env := kafkajsEnv(t)
 	brokers := strings.Join(seeds(c), ",")
@@ -69,6 +70,22 @@ func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster) {
 		}
 	}
 	checkGroupCommitted(t, c, "kafkajs-group", "kafkajs", want)
+
+	// franz-go's snappy batches in a topic that stores gzip: kafkajs reads
+	// them without a plugin (what the README suggests).
+	gz := "gzip"
+	createTopic(t, c, "kafkajs-gzip", 1, 3, map[string]*string{"compression.type": &gz})
+	vals := seq("kafkajs-gzip-snappy-from-franz-go", perPart)
+	produceValues(t, e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner())), "kafkajs-gzip", 0, vals...)
+	var read []string
+	for _, l := range lines(runKafkajs(t, node, env, "consume", brokers, "kafkajs-gzip-group", "kafkajs-gzip", fmt.Sprint(perPart))) {
+		if f := strings.SplitN(l, " ", 3); len(f) == 3 {
+			read = append(read, f[2])
+		}
+	}
+	if !slices.Equal(read, vals) {
+		t.Errorf("kafkajs read the gzip topic as %v, want %v", read, vals)
+	}
 }
 
 // kafkajsEnv finds node and the kafkajs package: $RAFTQ_KAFKAJS, a
