@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -116,12 +117,18 @@ func validateProduced(rep *replica, batch []byte) ([]byte, partition.BatchInfo, 
 	}
 	to := rep.codec.Load()
 	if to < 0 || info.Compression() == partition.Codec(to) {
-		return batch, info, partition.CheckRecords(batch)
+		if info.Compression() != partition.CodecNone {
+			err = partition.CheckRecords(batch)
+		}
+		return batch, info, err
 	}
 	if batch, err = partition.Recompress(batch, partition.Codec(to)); err != nil {
 		return nil, info, err
 	}
-	info, err = partition.ValidateBatch(batch, limit)
+	if len(batch) > limit {
+		return nil, info, &partition.BatchError{Kind: partition.ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes once recompressed, limit %d", len(batch), limit)}
+	}
+	info, err = partition.ParseBatchHeader(batch) // Recompress wrote a valid header and CRC
 	return batch, info, err
 }
 

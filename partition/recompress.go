@@ -29,20 +29,26 @@ import (
 // MaxDecompressedBytes bounds what one batch's records may decompress to.
 const MaxDecompressedBytes = 64 << 20
 
+// codecs names each codec as compression.type does and gives franz-go's
+// compressor for it.
+var codecs = [...]struct {
+	name string
+	kgo  func() kgo.CompressionCodec
+}{
+	CodecNone:   {"uncompressed", kgo.NoCompression},
+	CodecGzip:   {"gzip", kgo.GzipCompression},
+	CodecSnappy: {"snappy", kgo.SnappyCompression},
+	CodecLz4:    {"lz4", kgo.Lz4Compression},
+	CodecZstd:   {"zstd", kgo.ZstdCompression},
+}
+
 // ParseCodec maps a compression.type value to its codec: "uncompressed"
 // is CodecNone, and "producer" (keep the producer's codec) gives ok false.
 func ParseCodec(name string) (c Codec, ok bool) {
-	switch name {
-	case "uncompressed":
-		return CodecNone, true
-	case "gzip":
-		return CodecGzip, true
-	case "snappy":
-		return CodecSnappy, true
-	case "lz4":
-		return CodecLz4, true
-	case "zstd":
-		return CodecZstd, true
+	for i, d := range codecs {
+		if d.name == name {
+			return Codec(i), true
+		}
 	}
 	return 0, false
 }
@@ -61,14 +67,13 @@ func Recompress(b []byte, to Codec) ([]byte, error) {
 	if from == to {
 		return b, nil
 	}
-	release := acquireDecompression()
-	defer release()
-	recs, err := decompressRecords(b[batchHeaderSize:], from, MaxDecompressedBytes)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkRecordFraming(recs, info.NumRecords); err != nil {
-		return nil, err
+	recs := b[batchHeaderSize:] // uncompressed records were checked by ValidateBatch
+	if from != CodecNone {
+		release := acquireDecompression()
+		defer release()
+		if recs, err = decompressChecked(b, info); err != nil {
+			return nil, err
+		}
 	}
 	payload, err := compressRecords(recs, to)
 	if err != nil {
@@ -99,11 +104,19 @@ func CheckRecords(b []byte) error {
 	}
 	release := acquireDecompression()
 	defer release()
+	_, err = decompressChecked(b, info)
+	return err
+}
+
+// decompressChecked returns the records of the compressed batch b, whose
+// header info describes, once they decompress within MaxDecompressedBytes
+// and frame as info says. The caller holds a decompression slot.
+func decompressChecked(b []byte, info BatchInfo) ([]byte, error) {
 	recs, err := decompressRecords(b[batchHeaderSize:], info.Compression(), MaxDecompressedBytes)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return checkRecordFraming(recs, info.NumRecords)
+	return recs, checkRecordFraming(recs, info.NumRecords)
 }
 
 // decompressions bounds how many batches the node decompresses at once
@@ -267,20 +280,10 @@ func compressorFor(c Codec) (kgo.Compressor, error) {
 	if v, ok := compressors.Load(c); ok {
 		return v.(kgo.Compressor), nil
 	}
-	var codec kgo.CompressionCodec
-	switch c {
-	case CodecGzip:
-		codec = kgo.GzipCompression()
-	case CodecSnappy:
-		codec = kgo.SnappyCompression()
-	case CodecLz4:
-		codec = kgo.Lz4Compression()
-	case CodecZstd:
-		codec = kgo.ZstdCompression()
-	default:
+	if c <= CodecNone || int(c) >= len(codecs) {
 		return nil, fmt.Errorf("unknown compression codec %d", c)
 	}
-	comp, err := kgo.DefaultCompressor(codec)
+	comp, err := kgo.DefaultCompressor(codecs[c].kgo())
 	if err != nil {
 		return nil, fmt.Errorf("%s compressor: %w", codecName(c), err)
 	}
@@ -289,17 +292,8 @@ func compressorFor(c Codec) (kgo.Compressor, error) {
 }
 
 func codecName(c Codec) string {
-	switch c {
-	case CodecNone:
-		return "uncompressed"
-	case CodecGzip:
-		return "gzip"
-	case CodecSnappy:
-		return "snappy"
-	case CodecLz4:
-		return "lz4"
-	case CodecZstd:
-		return "zstd"
+	if c >= 0 && int(c) < len(codecs) {
+		return codecs[c].name
 	}
 	return fmt.Sprintf("codec %d", c)
 }
