@@ -152,7 +152,9 @@ func TestNode_LogAppendTime(t *testing.T) {
 	}
 	answer(1, testBatch(t, -1, -1, -1, "c"))
 	first := answer(-1, testBatch(t, 4242, 0, 0, "d"))
-	time.Sleep(5 * time.Millisecond)
+	for time.Now().UnixMilli() <= first { // a fresh stamp would differ from the first
+		time.Sleep(time.Millisecond)
+	}
 	req := produceRequest("lat", 0, -1, testBatch(t, 4242, 0, 0, "d"))
 	req.Version = 9
 	resp := rawKafka(t, addr, req)

@@ -129,8 +129,8 @@ func (n *Node) standFirst(g *raftgroup.Group) {
 
 // applyTopicConfigs brings an open replica up to its topic's configs, as
 // an altered topic config takes effect in Kafka: the log's segment and
-// retention limits and the largest batch produce takes. The reconcile
-// loop calls it on every metadata change.
+// retention limits and what produce checks (setProduceLimits). The
+// reconcile loop calls it on every metadata change.
 func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
 	r.setProduceLimits(t)
 	want := logConfig(t).Limits
