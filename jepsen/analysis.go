@@ -218,8 +218,14 @@ func compareTP(x, y TP) int {
 	return int(x.Partition) - int(y.Partition)
 }
 
-// knownBetween returns the offsets of tp known to hold a value in [lo, hi).
+// knownBetween returns the offsets of tp known to hold a value in [lo, hi),
+// none when the range is empty or backwards (a stream whose first record
+// lies below its seek offset, after a log lost its tail and the client
+// reset to it).
 func (a *analysis) knownBetween(tp TP, lo, hi int64) []int64 {
+	if hi <= lo {
+		return nil
+	}
 	offs := a.known[tp]
 	i, _ := slices.BinarySearch(offs, lo)
 	j, _ := slices.BinarySearch(offs, hi)

@@ -252,6 +252,20 @@ func TestCheckPollSkip_FromSeekOffset(t *testing.T) {
 	wantVerdict(t, b.h, CheckLostWrite, VerdictFail, 2)
 }
 
+// A stream whose first record lies below its seek offset (the log lost
+// its tail under the client, which reset to what is there) skipped
+// nothing; the checker once panicked on the backwards range. Found by
+// TestE2E_JepsenLoseUnfsyncedLosesWritesWithFsyncNever in CI.
+func TestCheckPollSkip_FirstRecordBelowTheSeek(t *testing.T) {
+	b := &hb{}
+	for i, v := range []string{"a", "b", "c"} {
+		b.send(0, 0, v, OK, int64(i))
+	}
+	b.assign(1, seek(0, 2))
+	b.poll(1, part(0, 1, 0, "a"))
+	wantVerdict(t, b.h, CheckPollSkip, VerdictOK, 0)
+}
+
 func TestCheckPollSkip_GapNobodyKnowsIsNotASkip(t *testing.T) {
 	b := &hb{}
 	b.send(0, 0, "a", OK, 0)
