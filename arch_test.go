@@ -6,7 +6,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -146,6 +149,83 @@ func TestArchitecture_RulesCatchViolations(t *testing.T) {
 		rules, _ := ruleFor(c.pkg)
 		if got := permitted(c.pkg, c.imp, rules); got != c.ok {
 			t.Errorf("permitted(%s -> %s) = %v, want %v", c.pkg, c.imp, got, c.ok)
+		}
+	}
+}
+
+// raftFiles are the broker files that may see raft itself: the raft
+// replication adapter and the node's wiring and control plane. Every
+// other broker file, the Kafka API files above all, sees a partition's
+// replication only through broker/replication.go's interfaces.
+var raftFiles = map[string]bool{
+	"replication_raft.go": true, // the raft mode's adapter
+	"node.go":             true, // the raft host and group 0
+	"config.go":           true, // raftgroup.FsyncPolicy
+	"walsize.go":          true, // etcd's process-wide WAL segment size
+	"metrics.go":          true, // the host's WAL metrics
+	"metaclient.go":       true, // group-0 proposals
+	"loops.go":            true, // group-0 learners
+}
+
+// raftImports are the import paths that raftFiles alone may use.
+var raftImports = []string{module + "raftgroup", "go.etcd.io/raft/"}
+
+func TestArchitecture_BrokerAPIsSeeNoRaft(t *testing.T) {
+	files, err := filepath.Glob("broker/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range forbiddenRaftImports(t, file, src) {
+			t.Errorf("%s imports %s: broker sees raft only in %v (arch_test.go raftFiles)", file, imp, slices.Sorted(maps.Keys(raftFiles)))
+		}
+	}
+}
+
+// forbiddenRaftImports lists the raft imports of a broker file that is
+// not one of raftFiles.
+func forbiddenRaftImports(t *testing.T, file string, src []byte) []string {
+	t.Helper()
+	if raftFiles[filepath.Base(file)] {
+		return nil
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), file, src, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, is := range f.Imports {
+		path := strings.Trim(is.Path.Value, `"`)
+		for _, r := range raftImports {
+			if path == r || strings.HasPrefix(path, r) {
+				out = append(out, path)
+			}
+		}
+	}
+	return out
+}
+
+func TestArchitecture_BrokerRaftRuleCatchesViolations(t *testing.T) {
+	src := func(imp string) []byte { return []byte("package broker\nimport _ \"" + imp + "\"\n") }
+	cases := []struct {
+		file, imp string
+		bad       bool
+	}{
+		{"broker/produce.go", module + "raftgroup", true},
+		{"broker/fetch.go", "go.etcd.io/raft/v3/raftpb", true},
+		{"broker/fetch.go", module + "partition", false},
+		{"broker/replication_raft.go", module + "raftgroup", false},
+	}
+	for _, c := range cases {
+		if got := len(forbiddenRaftImports(t, c.file, src(c.imp))) > 0; got != c.bad {
+			t.Errorf("%s importing %s: flagged %v, want %v", c.file, c.imp, got, c.bad)
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/raftq/raftq/raftgroup"
 )
 
 // startAdmin serves /metrics, /debug/pprof/ and /v1/status.
@@ -97,9 +95,11 @@ func (n *Node) Status() Status {
 		out.Brokers = append(out.Brokers, BrokerStatus{ID: id, KafkaAddr: b.KafkaAddr, AdminAddr: b.AdminAddr, Alive: b.Alive})
 	}
 	for _, r := range n.replicaList() {
-		l := r.sm.Log()
-		ps := PartitionStatus{Topic: r.topic, Partition: r.index, GroupStatus: groupStatus(r.group.Status()),
-			HighWatermark: l.HighWatermark(), LogStart: l.StartOffset(), SizeBytes: l.Size()}
+		ps := PartitionStatus{Topic: r.topic, Partition: r.index, GroupStatus: r.lead.describe()}
+		if r.data != nil {
+			l := r.data.repl.Log()
+			ps.HighWatermark, ps.LogStart, ps.SizeBytes = l.HighWatermark(), l.StartOffset(), l.Size()
+		}
 		if ref, ok := st.PartitionByGroup(r.gid); ok {
 			ps.Replicas = ref.Partition.Replicas
 		}
@@ -143,9 +143,4 @@ func (n *Node) serveIndex(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s-%d  OFFLINE since %s: %s\n", o.Topic, o.Partition, o.Since.Format(time.RFC3339), o.Error)
 	}
 	fmt.Fprintln(w, "\n/metrics  /v1/status  /debug/pprof/")
-}
-
-func groupStatus(s raftgroup.Status) GroupStatus {
-	return GroupStatus{Group: s.Group, Role: s.Role.String(), Term: s.Term, Leader: s.Leader,
-		Commit: s.Commit, Applied: s.Applied, Voters: s.Voters, Learner: s.Learners}
 }

@@ -39,7 +39,7 @@ func TestNode_TopicCompressionType(t *testing.T) {
 	produceSync(t, lz4, "z", 0, want[20:]...)
 	c.everyLog(t, "every replica to hold 40 records", "z", 0, func(l *partition.Log) bool { return l.HighWatermark() == 40 })
 	for _, n := range c.nodes {
-		if got := codecs(t, n.replicaFor("z", 0).sm.Log(), 0); fmt.Sprint(got) != "[4 4]" {
+		if got := codecs(t, logOf(n.replicaFor("z", 0)), 0); fmt.Sprint(got) != "[4 4]" {
 			t.Errorf("a replica stores codecs %v, want zstd (4) for both batches", got)
 		}
 	}
@@ -72,7 +72,7 @@ func TestNode_TopicCompressionType(t *testing.T) {
 	}
 	eventually(t, "the leader to keep lz4 batches as sent", func() bool {
 		produceSync(t, lz4, "z", 0, want...) // compressible: kgo sends a batch uncompressed when lz4 would not shrink it
-		l := c.nodes[leaderOfPartition(t, c, "z", 0)].replicaFor("z", 0).sm.Log()
+		l := logOf(c.nodes[leaderOfPartition(t, c, "z", 0)].replicaFor("z", 0))
 		got := codecs(t, l, l.HighWatermark()-1)
 		return len(got) == 1 && got[0] == partition.CodecLz4
 	})
@@ -130,7 +130,7 @@ func TestNode_LogAppendTime(t *testing.T) {
 		}
 	}
 	c.everyLog(t, "every replica to hold the batch", "lat", 0, func(l *partition.Log) bool { return l.HighWatermark() == 2 })
-	if got := codecs(t, c.nodes[1].replicaFor("lat", 0).sm.Log(), 0); len(got) != 1 || got[0] != partition.CodecGzip {
+	if got := codecs(t, logOf(c.nodes[1].replicaFor("lat", 0)), 0); len(got) != 1 || got[0] != partition.CodecGzip {
 		t.Errorf("stored codecs %v, want one gzip batch", got)
 	}
 	// kgo does not read the answer's LogAppendTime: ask directly, with

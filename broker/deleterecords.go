@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/transport/kafka"
 )
 
@@ -35,16 +34,16 @@ func (n *Node) serveDeleteRecords(c *kafka.Conn, req *kafka.Request) kafka.Pendi
 func (n *Node) deleteRecords(ctx context.Context, topic string, rp kmsg.DeleteRecordsRequestTopicPartition) kmsg.DeleteRecordsResponseTopicPartition {
 	sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 	sp.Partition, sp.LowWatermark = rp.Partition, -1
-	rep := n.replicaFor(topic, rp.Partition)
-	if rep == nil {
-		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, 0)
+	repl, code := n.leaderReplica(topic, rp.Partition, -1)
+	if code != 0 {
+		sp.ErrorCode = code
 		return sp
 	}
-	if !rep.group.Status().IsLeader() {
-		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+	if repl == nil {
+		sp.ErrorCode = kerr.PolicyViolation.Code // __consumer_offsets: as Kafka, no deleting records of an internal topic
 		return sp
 	}
-	l := rep.sm.Log()
+	l := repl.Log()
 	off := rp.Offset
 	if off == -1 {
 		off = l.HighWatermark()
@@ -53,26 +52,10 @@ func (n *Node) deleteRecords(ctx context.Context, topic string, rp kmsg.DeleteRe
 		sp.ErrorCode = kerr.OffsetOutOfRange.Code
 		return sp
 	}
-	if code := n.advanceStart(ctx, rep, off); code != 0 {
-		sp.ErrorCode = code
+	if err := repl.AdvanceStart(ctx, off); err != nil {
+		sp.ErrorCode = replicationErrCode(err)
 		return sp
 	}
 	sp.LowWatermark = l.StartOffset()
 	return sp
-}
-
-// advanceStart proposes a new log start offset and waits for its apply.
-func (n *Node) advanceStart(ctx context.Context, rep *replica, off int64) int16 {
-	p, err := rep.group.Propose(ctx, partition.AdvanceStartEntry(off))
-	if err != nil {
-		return proposeErrCode(err)
-	}
-	res, err := p.Wait(ctx)
-	if err != nil {
-		return proposeErrCode(err)
-	}
-	if e, ok := res.Value.(error); ok && e != nil {
-		return errCode(e)
-	}
-	return 0
 }

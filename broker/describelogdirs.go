@@ -28,7 +28,7 @@ func (n *Node) serveDescribeLogDirs(_ *kafka.Conn, req *kafka.Request) kafka.Pen
 			continue
 		}
 		p := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
-		p.Partition, p.Size = rep.index, rep.sm.Log().Size()
+		p.Partition, p.Size = rep.index, rep.size()
 		byTopic[rep.topic] = append(byTopic[rep.topic], p)
 	}
 	for topic, parts := range byTopic {

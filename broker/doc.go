@@ -10,15 +10,32 @@
 // (partition.ValidateBatch), recompressed if the topic's compression.type
 // names another codec than the batch's (partition.Recompress, as Kafka's
 // broker does), stamped with the leader's clock if its
-// message.timestamp.type is LogAppendTime, and proposed to the
-// partition's raft group
-// under the replica's produceMu, so proposals keep arrival order; a
-// goroutine then waits for the apply (acks=all: the offsets come from the
-// apply) or for the leader's durable append (acks=1: the offsets come from
-// the leader's projection, projection.go).
+// message.timestamp.type is LogAppendTime, and appended to the
+// partition's replication under the partition's produceMu, so appends
+// keep arrival order; a goroutine then waits for the commit (acks=all) or
+// for the leader's durable append (acks=1, when the replication knows the
+// offset by then: in raft mode from the leader's projection,
+// projection.go).
 //
-// Fetch reads up to the local replica's high watermark, which is its
-// applied log end; followers serve reads too. Long polls wait on the
+// # The replication seam
+//
+// The Kafka API files see a data partition only through the replication
+// interface (replication.go): leadership (leader, epoch, settling), the
+// local partition.Log, an Append with an appended and a committed stage,
+// AdvanceStart, TransferLeadership, epochs and CaughtUp. The raft mode
+// implements it in replication_raft.go, the only place that turns a raft
+// term into a leader epoch and raftgroup's errors into the broker's;
+// arch_test.go keeps raft out of every other broker file but the node's
+// wiring and control plane. Fakes of it (replication_fake_test.go) test
+// produce, fetch and ListOffsets on their own.
+//
+// A replica is of one of two kinds (replica.go): a data partition, or a
+// __consumer_offsets partition, whose raft group applies to the consumer
+// groups' machine and which has no record log; the data APIs answer for
+// it as for an empty partition.
+//
+// Fetch reads up to the local replica's high watermark (in raft mode its
+// applied log end); followers serve reads too. Long polls wait on the
 // logs' high-watermark channels.
 //
 // # Leadership
@@ -53,8 +70,15 @@
 //
 // Loops started by New: register (broker registration), reconcile (local
 // replicas follow the metadata), leader-hints, metadata-leader (learners of
-// group 0, broker liveness), retention. Each ends when Close cancels the
-// node's context.
+// group 0, broker liveness), retention, leader-balance and groups (the
+// consumer group coordinators of the offsets partitions led here); and,
+// per new partition whose preferred leader is this node, stand-first.
+// Each ends when Close cancels the node's context, and Close waits for
+// them. Work a request or a loop starts on its own goroutine (a produce's
+// waits, a fetch's long poll, a coordinator's activation) ends with the
+// request's context or when the raft host stops, which fails every
+// pending proposal with ErrStopped; raftReplication.track's goroutines end
+// with their proposal.
 //
 // # Process-wide state
 //
@@ -65,7 +89,7 @@
 //
 // # Lock order
 //
-//	replica.produceMu -> (raftgroup internals)
+//	dataPartition.produceMu -> raftReplication.projMu -> (raftgroup internals)
 //	Node.mu is a leaf; producerIDs.mu is held across a metadata proposal
 //	and taken under no other lock.
 package broker

@@ -93,25 +93,32 @@ func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.Fetch
 	sp.Partition = rp.Partition
 	sp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null record set
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
-	rep := n.replicaFor(topic, rp.Partition)
+	rep, internal := n.dataFor(topic, rp.Partition)
+	if internal {
+		return emptyFetch(sp, rp.FetchOffset), nil
+	}
 	if rep == nil {
 		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, r.Version)
 		return sp, nil
 	}
-	st := rep.group.Status()
-	if code := epochCheck(rp.CurrentLeaderEpoch, st.Term); code != 0 {
+	repl := rep.data.repl
+	st := repl.Leadership()
+	if code := epochCheck(rp.CurrentLeaderEpoch, st.Epoch); code != 0 {
 		sp.ErrorCode = code
 		return sp, nil
 	}
-	if r.Version < 10 && rep.codec.Load() == int32(partition.CodecZstd) {
+	if r.Version < 10 && rep.data.codec.Load() == int32(partition.CodecZstd) {
 		// As Kafka: a client that fetches below v10 cannot read zstd.
 		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
 		return sp, nil
 	}
-	l := rep.sm.Log()
+	// Caught up is checked before the high watermark is read: see
+	// replication.CaughtUp.
+	caughtUp := st.IsLeader && repl.CaughtUp(st.Epoch)
+	l := repl.Log()
 	hw, changed := l.WatchHighWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, l.StartOffset()
-	if code := n.offsetCheck(rep, st.IsLeader(), st.Term, rp.FetchOffset, l.StartOffset(), hw); code != 0 {
+	if code := offsetCheck(caughtUp, rp.FetchOffset, l.StartOffset(), hw); code != 0 {
 		sp.ErrorCode = code
 		return sp, nil
 	}
@@ -131,41 +138,44 @@ func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.Fetch
 	return sp, nil
 }
 
-// epochCheck compares a client's leader epoch with the replica's term.
-func epochCheck(clientEpoch int32, term uint64) int16 {
+// emptyFetch answers a fetch of a __consumer_offsets partition as one of
+// an empty log (see Node.dataFor).
+func emptyFetch(sp kmsg.FetchResponseTopicPartition, offset int64) kmsg.FetchResponseTopicPartition {
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = 0, 0, 0
+	if offset != 0 {
+		sp.ErrorCode = kerr.OffsetOutOfRange.Code
+	}
+	return sp
+}
+
+// epochCheck compares a client's leader epoch with the replica's.
+func epochCheck(clientEpoch, epoch int32) int16 {
 	switch {
 	case clientEpoch < 0:
 		return 0
-	case uint64(clientEpoch) < term:
+	case clientEpoch < epoch:
 		return kerr.FencedLeaderEpoch.Code
-	case uint64(clientEpoch) > term:
+	case clientEpoch > epoch:
 		return kerr.UnknownLeaderEpoch.Code
 	}
 	return 0
 }
 
 // offsetCheck answers offsets outside [log start, high watermark]. Above
-// the high watermark it is OUT_OF_RANGE only from a leader that has
-// applied everything earlier terms committed (its own no-op is applied),
-// whose high watermark is therefore at least any a former leader showed;
-// elsewhere it is OFFSET_NOT_AVAILABLE, which clients retry.
-func (n *Node) offsetCheck(rep *replica, leader bool, term uint64, offset, start, hw int64) int16 {
+// the high watermark it is OUT_OF_RANGE only from a leader that is caught
+// up (replication.CaughtUp), whose high watermark is therefore at least
+// any a former leader showed; elsewhere it is OFFSET_NOT_AVAILABLE, which
+// clients retry.
+func offsetCheck(caughtUp bool, offset, start, hw int64) int16 {
 	switch {
 	case offset < start:
 		return kerr.OffsetOutOfRange.Code
 	case offset <= hw:
 		return 0
-	case leader && rep.caughtUp(term):
+	case caughtUp:
 		return kerr.OffsetOutOfRange.Code
 	}
 	return kerr.OffsetNotAvailable.Code
-}
-
-// caughtUp reports whether the replica has applied its leader's no-op of
-// term, and so everything committed before it.
-func (r *replica) caughtUp(term uint64) bool {
-	eps := r.sm.Epochs()
-	return len(eps) > 0 && uint64(eps[len(eps)-1].Epoch) == term
 }
 
 // noReplicaCode is the error for a partition this node does not host.

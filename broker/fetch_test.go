@@ -32,7 +32,7 @@ func TestNode_FetchErrorsAndWatermarks(t *testing.T) {
 	produceSync(t, cl, "f", 0, "a", "b", "c")
 	leader := leaderOfPartition(t, c, "f", 0)
 	addr := c.cfgs[leader].KafkaAddr
-	term := int32(c.nodes[leader].replicaFor("f", 0).group.Status().Term)
+	term := int32(raftOf(c.nodes[leader].replicaFor("f", 0)).Status().Term)
 
 	p := fetchPart(rawKafka(t, addr, fetchRequest("f", 0, 0, term)))
 	if p.ErrorCode != 0 || p.HighWatermark != 3 || p.LastStableOffset != 3 || p.LogStartOffset != 0 || len(p.RecordBatches) == 0 {
@@ -71,7 +71,7 @@ func TestNode_FollowerServesReadsUpToItsApplied(t *testing.T) {
 	leader := leaderOfPartition(t, c, "fr", 0)
 	follower := leader%3 + 1
 	eventually(t, "the follower to apply both records", func() bool {
-		return c.nodes[follower].replicaFor("fr", 0).sm.Log().HighWatermark() == 2
+		return logOf(c.nodes[follower].replicaFor("fr", 0)).HighWatermark() == 2
 	})
 	p := fetchPart(rawKafka(t, c.cfgs[follower].KafkaAddr, fetchRequest("fr", 0, 0, -1)))
 	if p.ErrorCode != 0 || p.HighWatermark != 2 || len(p.RecordBatches) == 0 {
@@ -88,7 +88,7 @@ func TestNode_ListOffsetsAndLeaderEpochs(t *testing.T) {
 	createTopic(t, cl, "lo", 1, 3)
 	produceSync(t, cl, "lo", 0, "a", "b", "c", "d")
 	leader := leaderOfPartition(t, c, "lo", 0)
-	term := int32(c.nodes[leader].replicaFor("lo", 0).group.Status().Term)
+	term := int32(raftOf(c.nodes[leader].replicaFor("lo", 0)).Status().Term)
 
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.Version = 4

@@ -35,7 +35,7 @@ func FuzzDispatch(f *testing.F) {
 		if _, ok := rawKafka(t, addr, alive).(*kmsg.ApiVersionsResponse); !ok {
 			t.Fatal("broker stopped answering ApiVersions")
 		}
-		if hw := c.nodes[1].replicaFor("fz", 0).sm.Log().HighWatermark(); hw < 1 {
+		if hw := logOf(c.nodes[1].replicaFor("fz", 0)).HighWatermark(); hw < 1 {
 			t.Fatalf("the record written before fuzzing is gone: high watermark %d", hw)
 		}
 	})

@@ -84,7 +84,7 @@ func BenchmarkGroup_OffsetCommit(b *testing.B) {
 	data, _ := (&groups.Command{Commit: &groups.Commit{Group: group + "-raw", Generation: -1,
 		Offsets: []groups.CommitOffset{{TopicPartition: groups.TopicPartition{Topic: "bench", Partition: 1}, Offset: 1}}}}).Encode()
 	propose := func(ctx context.Context) error {
-		p, err := rep.group.Propose(ctx, data)
+		p, err := raftOf(rep).Propose(ctx, data)
 		if err != nil {
 			return err
 		}

@@ -13,15 +13,14 @@ import (
 
 	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/coordinator/groups"
-	"github.com/raftq/raftq/raftgroup"
 	"github.com/raftq/raftq/transport/kafka"
 )
 
 // offsetsPartition is this node's replica of one __consumer_offsets
-// partition: the raft group applies to machine (not to the replica's
-// partition log, which stays empty), and coord runs the group protocol
-// while this node leads it.
+// partition: its raft group applies to machine, and coord runs the group
+// protocol while this node leads it.
 type offsetsPartition struct {
+	group   *raftGroup
 	machine *groups.Machine
 	coord   *groups.Coordinator
 	loading atomic.Bool // an Activate is under way (groups loop only)
@@ -42,21 +41,13 @@ func (c *Config) validateGroups() error {
 	return nil
 }
 
-// newOffsetsPartition builds the state machine and coordinator of an
-// offsets partition replica; proposals go to r's raft group, which
-// openReplica sets right after.
-func (n *Node) newOffsetsPartition(r *replica) (*offsetsPartition, error) {
-	m := groups.NewMachine()
+// openOffsetsPartition builds the state machine and coordinator of an
+// offsets partition replica and starts its raft group.
+func (n *Node) openOffsetsPartition(ref coordinator.PartitionRef) (*offsetsPartition, error) {
+	op := &offsetsPartition{machine: groups.NewMachine()}
 	gc := groups.DefaultConfig()
-	gc.Partition, gc.Machine = r.index, m
-	gc.Propose = func(ctx context.Context, data []byte) (any, error) {
-		p, err := r.group.Propose(ctx, data)
-		if err != nil {
-			return nil, err
-		}
-		res, err := p.Wait(ctx)
-		return res.Value, err
-	}
+	gc.Partition, gc.Machine = ref.Partition.Index, op.machine
+	gc.Propose = func(ctx context.Context, data []byte) (any, error) { return op.group.propose(ctx, data) }
 	gc.MinSessionTimeout, gc.MaxSessionTimeout = n.cfg.GroupMinSessionTimeout, n.cfg.GroupMaxSessionTimeout
 	gc.InitialRebalanceDelay, gc.MaxMetadataBytes = n.cfg.GroupInitialRebalanceDelay, n.cfg.GroupMaxMetadataBytes
 	gc.OffsetsRetention = n.cfg.OffsetsRetention
@@ -66,21 +57,12 @@ func (n *Node) newOffsetsPartition(r *replica) (*offsetsPartition, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &offsetsPartition{machine: m, coord: c}, nil
-}
-
-// stateMachineFor returns what r's raft group applies to: the groups
-// machine for an offsets partition, else the partition log.
-func (n *Node) stateMachineFor(r *replica) (raftgroup.StateMachine, error) {
-	if r.topic != groups.OffsetsTopic {
-		return r.sm, nil
-	}
-	op, err := n.newOffsetsPartition(r)
-	if err != nil {
+	op.coord = c
+	// The coordinator proposes only once activated, after the group is set.
+	if op.group, err = n.openRaftGroup(ref, op.machine); err != nil {
 		return nil, err
 	}
-	r.offsets = op
-	return op.machine, nil
+	return op, nil
 }
 
 // groupsLoop runs each local offsets partition's coordinator: activated
@@ -140,17 +122,17 @@ func (n *Node) requestOffsetsTopic() {
 
 func (n *Node) driveCoordinator(ctx context.Context, r *replica) {
 	op := r.offsets
-	st := r.group.Status()
+	st := op.group.Leadership()
 	active, term := op.coord.Active()
 	switch {
-	case st.IsLeader() && (!active || term != st.Term):
+	case st.IsLeader && (!active || term != uint64(st.Epoch)):
 		if active {
 			op.coord.Deactivate()
 		}
 		if op.loading.CompareAndSwap(false, true) {
-			go n.activateCoordinator(ctx, r, st.Term)
+			go n.activateCoordinator(ctx, r, uint64(st.Epoch))
 		}
-	case !st.IsLeader() && active:
+	case !st.IsLeader && active:
 		op.coord.Deactivate()
 	case active && op.ticking.CompareAndSwap(false, true):
 		go func() {
@@ -181,11 +163,11 @@ func (n *Node) groupCoordinator(group string) (*groups.Coordinator, int16) {
 	if r == nil || r.offsets == nil {
 		return nil, kerr.NotCoordinator.Code
 	}
-	st := r.group.Status()
-	if !st.IsLeader() {
+	st := r.offsets.group.Leadership()
+	if !st.IsLeader {
 		return nil, kerr.NotCoordinator.Code
 	}
-	if active, term := r.offsets.coord.Active(); !active || term != st.Term {
+	if active, term := r.offsets.coord.Active(); !active || term != uint64(st.Epoch) {
 		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
 	return r.offsets.coord, 0
@@ -195,7 +177,7 @@ func (n *Node) groupCoordinator(group string) (*groups.Coordinator, int16) {
 func (n *Node) localCoordinators() []*groups.Coordinator {
 	var out []*groups.Coordinator
 	for _, r := range n.replicaList() {
-		if r.offsets == nil || !r.group.Status().IsLeader() {
+		if r.offsets == nil || !r.offsets.group.Leadership().IsLeader {
 			continue
 		}
 		if active, _ := r.offsets.coord.Active(); active {

@@ -45,7 +45,7 @@ func (n *Node) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorRes
 	idx := groups.PartitionFor(key, int32(len(t.Partitions)))
 	leader := uint64(0)
 	if r := n.replicaFor(groups.OffsetsTopic, idx); r != nil {
-		leader = r.group.Status().Leader
+		leader = r.lead.Leadership().Leader
 	}
 	if leader == 0 {
 		leader = t.Partitions[idx].Leader

@@ -127,7 +127,7 @@ func TestNode_FindCoordinatorFollowsOffsetsLeader(t *testing.T) {
 	st := c.nodes[1].Metadata()
 	idx := groups.PartitionFor("grp", int32(len(st.Topics[groups.OffsetsTopic].Partitions)))
 	r := c.nodes[coord].replicaFor(groups.OffsetsTopic, idx)
-	if r == nil || !r.group.Status().IsLeader() {
+	if r == nil || !raftOf(r).Status().IsLeader() {
 		t.Fatalf("node %d does not lead offsets partition %d", coord, idx)
 	}
 	// v0 and a transaction key.

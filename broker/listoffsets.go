@@ -31,12 +31,16 @@ func (n *Node) serveListOffsets(_ *kafka.Conn, req *kafka.Request) kafka.Pending
 func (n *Node) listOffset(r *kmsg.ListOffsetsRequest, topic string, rp *kmsg.ListOffsetsRequestTopicPartition) kmsg.ListOffsetsResponseTopicPartition {
 	sp := kmsg.NewListOffsetsResponseTopicPartition()
 	sp.Partition, sp.Timestamp, sp.Offset, sp.LeaderEpoch = rp.Partition, -1, -1, -1
-	rep, code := n.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	repl, code := n.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if code != 0 {
 		sp.ErrorCode = code
 		return sp
 	}
-	l := rep.sm.Log()
+	if repl == nil { // __consumer_offsets: an empty log
+		sp.Offset, sp.OldStyleOffsets = 0, oldStyle(r, 0)
+		return sp
+	}
+	l := repl.Log()
 	hw := l.HighWatermark()
 	ts := rp.Timestamp
 	if ts == maxTimestamp {
@@ -49,12 +53,18 @@ func (n *Node) listOffset(r *kmsg.ListOffsetsRequest, topic string, rp *kmsg.Lis
 	}
 	sp.Offset, sp.Timestamp = off, at
 	if off >= 0 {
-		sp.LeaderEpoch = epochAt(rep.sm.Epochs(), off)
+		sp.LeaderEpoch = epochAt(repl.Epochs(), off)
 	}
-	if r.Version == 0 {
-		sp.OldStyleOffsets = []int64{off}
-	}
+	sp.OldStyleOffsets = oldStyle(r, off)
 	return sp
+}
+
+// oldStyle is v0's list of offsets.
+func oldStyle(r *kmsg.ListOffsetsRequest, off int64) []int64 {
+	if r.Version == 0 {
+		return []int64{off}
+	}
+	return nil
 }
 
 // epochAt returns the leader epoch in force at offset.
@@ -69,18 +79,28 @@ func epochAt(eps []partition.EpochStart, offset int64) int32 {
 	return e
 }
 
-// leaderReplica returns the local replica of a partition for a request
-// that only its leader answers, or the error code that refuses it: unknown
-// partition, no local replica, not the leader, or a client epoch that is
-// stale or ahead (currentEpoch -1 skips the check).
-func (n *Node) leaderReplica(topic string, partition, currentEpoch int32) (*replica, int16) {
-	rep := n.replicaFor(topic, partition)
-	if rep == nil {
+// leaderReplica returns the replication of a local data partition for a
+// request that only its leader answers, or the error code that refuses
+// it: unknown partition, no local replica, not the leader, or a client
+// epoch that is stale or ahead (currentEpoch -1 skips the check). For a
+// __consumer_offsets partition that this node leads it returns nil and
+// no error: the caller answers as for an empty log (Node.dataFor).
+func (n *Node) leaderReplica(topic string, partition, currentEpoch int32) (replication, int16) {
+	rep, internal := n.dataFor(topic, partition)
+	var lead leaderView
+	var repl replication
+	switch {
+	case internal:
+		lead = n.replicaFor(topic, partition).lead
+	case rep == nil:
 		return nil, n.noReplicaCode(topic, partition, 0)
+	default:
+		repl = rep.data.repl
+		lead = repl
 	}
-	st := rep.group.Status()
-	if !st.IsLeader() {
+	st := lead.Leadership()
+	if !st.IsLeader {
 		return nil, kerr.NotLeaderForPartition.Code
 	}
-	return rep, epochCheck(currentEpoch, st.Term)
+	return repl, epochCheck(currentEpoch, st.Epoch)
 }

@@ -61,15 +61,16 @@ func (n *Node) reportLeadership(ctx context.Context) {
 	var rs []*replica
 	st := n.meta.View()
 	for _, r := range n.replicaList() {
-		s := r.group.Status()
-		if !s.IsLeader() || s.Term <= r.hinted {
+		s := r.lead.Leadership()
+		term := uint64(s.Epoch)
+		if !s.IsLeader || term <= r.hinted {
 			continue
 		}
-		if ref, ok := st.PartitionByGroup(r.gid); ok && ref.Partition.Leader == n.cfg.NodeID && ref.Partition.LeaderTerm == s.Term {
-			r.hinted = s.Term
+		if ref, ok := st.PartitionByGroup(r.gid); ok && ref.Partition.Leader == n.cfg.NodeID && ref.Partition.LeaderTerm == term {
+			r.hinted = term
 			continue
 		}
-		hints = append(hints, coordinator.LeaderHint{Group: r.gid, Leader: n.cfg.NodeID, Term: s.Term})
+		hints = append(hints, coordinator.LeaderHint{Group: r.gid, Leader: n.cfg.NodeID, Term: term})
 		rs = append(rs, r)
 	}
 	if len(hints) == 0 {
@@ -158,7 +159,7 @@ func (n *Node) balanceLeaders(ctx context.Context) {
 	st := n.meta.View()
 	for _, r := range n.replicaList() {
 		ref, ok := st.PartitionByGroup(r.gid)
-		if !ok || !r.group.Status().IsLeader() {
+		if !ok || !r.lead.Leadership().IsLeader {
 			continue
 		}
 		preferred := ref.Partition.Replicas[0]
@@ -166,7 +167,7 @@ func (n *Node) balanceLeaders(ctx context.Context) {
 			continue
 		}
 		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := r.group.TransferLeadership(tctx, preferred)
+		err := r.lead.TransferLeadership(tctx, preferred)
 		cancel()
 		n.log.Info("leader balance", "topic", r.topic, "partition", r.index, "to", preferred, "err", err)
 	}
@@ -183,18 +184,19 @@ func (n *Node) retentionLoop(ctx context.Context) {
 }
 
 func (n *Node) applyRetention(ctx context.Context, r *replica) {
-	if !r.group.Status().IsLeader() {
+	if r.data == nil || !r.data.repl.Leadership().IsLeader {
 		return
 	}
-	l := r.sm.Log()
+	repl := r.data.repl
+	l := repl.Log()
 	off := l.RetentionOffset()
 	if off <= l.StartOffset() {
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	code := n.advanceStart(pctx, r, off)
-	n.log.Info("retention", "topic", r.topic, "partition", r.index, "log_start", off, "code", code)
+	err := repl.AdvanceStart(pctx, off)
+	n.log.Info("retention", "topic", r.topic, "partition", r.index, "log_start", off, "err", err)
 }
 
 func containsID(ids []uint64, id uint64) bool {

@@ -168,8 +168,8 @@ func (n *Node) partitionMetadata(st *coordinator.State, p *coordinator.Partition
 // least as new as the metadata hint, else the hint.
 func (n *Node) leaderOf(p *coordinator.Partition) (uint64, uint64) {
 	if r := n.replicaByGroup(p.Group); r != nil {
-		if s := r.group.Status(); s.Leader != 0 && s.Term >= p.LeaderTerm {
-			return s.Leader, s.Term
+		if s := r.lead.Leadership(); s.Leader != 0 && uint64(s.Epoch) >= p.LeaderTerm {
+			return s.Leader, uint64(s.Epoch)
 		}
 	}
 	return p.Leader, p.LeaderTerm

@@ -131,8 +131,7 @@ func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.n.replicaList() {
-		s := r.group.Status()
-		l := r.sm.Log()
+		s := r.lead.describe()
 		labels := []string{r.topic, strconv.Itoa(int(r.index))}
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -140,10 +139,16 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descTerm, float64(s.Term))
 		gauge(descCommit, float64(s.Commit))
 		gauge(descApplied, float64(s.Applied))
-		gauge(descLeader, b2f(s.IsLeader()))
-		gauge(descHW, float64(l.HighWatermark()))
-		gauge(descStart, float64(l.StartOffset()))
-		gauge(descSize, float64(l.Size()))
+		gauge(descLeader, b2f(r.lead.Leadership().IsLeader))
+		if r.data != nil {
+			l := r.data.repl.Log()
+			gauge(descHW, float64(l.HighWatermark()))
+			gauge(descStart, float64(l.StartOffset()))
+		} else {
+			gauge(descHW, 0)
+			gauge(descStart, 0)
+		}
+		gauge(descSize, float64(r.size()))
 	}
 }
 

@@ -27,11 +27,13 @@ func (n *Node) serveOffsetForLeaderEpoch(_ *kafka.Conn, req *kafka.Request) kafk
 func (n *Node) epochEnd(topic string, rp *kmsg.OffsetForLeaderEpochRequestTopicPartition) kmsg.OffsetForLeaderEpochResponseTopicPartition {
 	sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 	sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, -1, -1
-	rep, code := n.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
+	repl, code := n.leaderReplica(topic, rp.Partition, rp.CurrentLeaderEpoch)
 	if code != 0 {
 		sp.ErrorCode = code
 		return sp
 	}
-	sp.LeaderEpoch, sp.EndOffset = rep.sm.EndOffsetFor(rp.LeaderEpoch)
+	if repl != nil { // else __consumer_offsets: an empty log knows no epoch
+		sp.LeaderEpoch, sp.EndOffset = repl.EndOffsetFor(rp.LeaderEpoch)
+	}
 	return sp
 }

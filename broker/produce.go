@@ -11,16 +11,19 @@ import (
 
 	"github.com/raftq/raftq/coordinator/groups"
 	"github.com/raftq/raftq/partition"
-	"github.com/raftq/raftq/raftgroup"
 	"github.com/raftq/raftq/transport/kafka"
 )
 
-// serveProduce validates each partition's batch, proposes it to the
-// partition's raft group in arrival order, and answers when every
-// partition is done: acks=all once applied (offsets are assigned at apply),
-// acks=1 once the leader's own WAL holds it, acks=0 never.
+// serveProduce validates each partition's batch, appends it to the
+// partition's replication in arrival order, and answers when every
+// partition is done: acks=all once committed, acks=1 once the leader's own
+// log holds it (and its offset is known), acks=0 never.
 func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
-	r := req.Body.(*kmsg.ProduceRequest)
+	return n.produce(c.Context(), req.Body.(*kmsg.ProduceRequest))
+}
+
+// produce serves one Produce request; ctx is the connection's.
+func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pending {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []func(context.Context)
 	for i := range r.Topics {
@@ -38,7 +41,7 @@ func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	for i := range r.Topics {
 		for j := range r.Topics[i].Partitions {
 			sp := &resp.Topics[i].Partitions[j]
-			if w := n.startProduce(c.Context(), r, &r.Topics[i], &r.Topics[i].Partitions[j], sp); w != nil {
+			if w := n.startProduce(ctx, r, &r.Topics[i], &r.Topics[i].Partitions[j], sp); w != nil {
 				waits = append(waits, w)
 			}
 		}
@@ -54,7 +57,7 @@ func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	f := kafka.NewFuture()
 	timeout := time.Duration(max(r.TimeoutMillis, 1)) * time.Millisecond
 	go func() {
-		ctx, cancel := context.WithTimeout(c.Context(), timeout)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		for _, w := range waits {
 			w(ctx)
@@ -87,7 +90,7 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 		// As Kafka: clients may not write internal topics.
 		return fail(kerr.InvalidTopicException, "cannot append to internal topic "+name)
 	}
-	rep := n.replicaFor(name, rp.Partition)
+	rep, _ := n.dataFor(name, rp.Partition) // the offsets topic is refused above
 	if rep == nil {
 		if _, ok := n.partitionRef(name, rp.Partition); !ok {
 			return fail(kerr.UnknownTopicOrPartition, "")
@@ -95,18 +98,18 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 		n.fillLeader(sp, name, rp.Partition)
 		return fail(kerr.NotLeaderForPartition, "this node hosts no replica of the partition")
 	}
-	batch, info, err := validateProduced(rep, rp.Records)
+	batch, info, err := validateProduced(rep.data, rp.Records)
 	if err != nil {
 		return fail(codeErr(partition.ErrorCode(err)), err.Error())
 	}
-	return n.proposeBatch(ctx, rep, r.Acks, batch, info, sp)
+	return n.appendBatch(ctx, rep.data, r.Acks, batch, info, sp)
 }
 
 // validateProduced checks a produced batch against the topic's limits,
 // and its records, compressed or not, as Kafka's broker does; it returns
 // the batch as it is to be proposed: in the codec the topic's
 // compression.type names, if it names one (partition.Recompress).
-func validateProduced(rep *replica, batch []byte) ([]byte, partition.BatchInfo, error) {
+func validateProduced(rep *dataPartition, batch []byte) ([]byte, partition.BatchInfo, error) {
 	limit := int(rep.maxBatchBytes.Load())
 	info, err := partition.ValidateBatch(batch, limit)
 	if err != nil {
@@ -132,83 +135,70 @@ func validateProduced(rep *replica, batch []byte) ([]byte, partition.BatchInfo, 
 	return batch, info, err
 }
 
-// proposeBatch proposes one validated batch, holding the replica's produce
-// lock so that proposals keep arrival order and the acks=1 projection
-// stays exact.
-func (n *Node) proposeBatch(ctx context.Context, rep *replica, acks int16, batch []byte, info partition.BatchInfo, sp *kmsg.ProduceResponseTopicPartition) func(context.Context) {
+// appendBatch appends one validated batch, holding the partition's
+// produce lock so that appends keep arrival order (and raft's acks=1
+// projection stays exact).
+func (n *Node) appendBatch(ctx context.Context, rep *dataPartition, acks int16, batch []byte, info partition.BatchInfo, sp *kmsg.ProduceResponseTopicPartition) func(context.Context) {
 	rep.produceMu.Lock()
-	st := rep.group.Status()
-	if !st.IsLeader() {
+	st := rep.repl.Leadership()
+	if !st.IsLeader {
 		rep.produceMu.Unlock()
 		if st.Leader == 0 { // an election: answer once its winner is known
-			return func(ctx context.Context) { n.answerNotLeader(ctx, rep, sp) }
+			return func(ctx context.Context) { n.answerNotLeader(ctx, rep.repl, sp) }
 		}
-		n.fillLeaderFromStatus(sp, st)
+		fillLeaderFrom(sp, st)
 		sp.BaseOffset, sp.LogStartOffset = -1, -1
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
 		return nil
 	}
 	appendTime := rep.stampTime(batch, &info)
-	base, projected := rep.project(st, int64(info.NumRecords), info.Idempotent())
-	proposed := time.Now()
-	p, err := rep.group.Propose(ctx, partition.ProduceParts(batch)...)
+	appended := time.Now()
+	pa, err := rep.repl.Append(ctx, batch, info)
+	rep.produceMu.Unlock()
 	if err != nil {
-		rep.invalidate()
-		rep.produceMu.Unlock()
 		sp.BaseOffset, sp.LogStartOffset = -1, -1
-		sp.ErrorCode = proposeErrCode(err)
+		sp.ErrorCode = replicationErrCode(err)
 		return nil
 	}
-	rep.track(p)
-	rep.produceMu.Unlock()
 	n.metrics.produceRecs.Inc()
 	early := acks == 1 || (acks == -1 && n.cfg.UnsafeAckBeforeCommit)
 	return func(ctx context.Context) {
 		until := "applied"
-		if early && projected {
+		if early && n.awaitAppended(ctx, rep.repl, pa, appendTime, sp) {
 			until = "appended"
-			n.awaitAppended(ctx, rep, p, base, appendTime, sp)
-		} else {
-			n.awaitApplied(ctx, rep, p, appendTime, sp)
+		} else if sp.ErrorCode == 0 {
+			n.awaitCommitted(ctx, rep.repl, pa, appendTime, sp)
 		}
 		if sp.ErrorCode == 0 {
-			n.metrics.replicate.WithLabelValues(until).Observe(time.Since(proposed).Seconds())
+			n.metrics.replicate.WithLabelValues(until).Observe(time.Since(appended).Seconds())
 		}
 	}
 }
 
-// awaitAppended answers once the batch is durable in the leader's WAL,
-// with the offset the projection gave it. appendTime is the batch's
+// awaitAppended answers once the batch is durable in the leader's own
+// log, if the replication knows its offset by then; it reports whether it
+// answered (an error is an answer). appendTime is the batch's
 // LogAppendTime, or -1.
-func (n *Node) awaitAppended(ctx context.Context, rep *replica, p *raftgroup.Proposal, base, appendTime int64, sp *kmsg.ProduceResponseTopicPartition) {
-	if _, _, err := p.WaitAppended(ctx); err != nil && isLeadershipLoss(err) {
-		n.answerNotLeader(ctx, rep, sp)
-		return
-	} else if err != nil {
-		sp.BaseOffset, sp.LogStartOffset = -1, -1
-		sp.ErrorCode = proposeErrCode(err)
-		return
+func (n *Node) awaitAppended(ctx context.Context, repl replication, pa pendingAppend, appendTime int64, sp *kmsg.ProduceResponseTopicPartition) bool {
+	base, err := pa.Appended(ctx)
+	switch {
+	case err != nil:
+		n.answerFailed(ctx, repl, err, sp)
+	case base >= 0:
+		sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = base, appendTime, repl.Log().StartOffset()
+	default:
+		return false
 	}
-	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = base, appendTime, rep.sm.Log().StartOffset()
+	return true
 }
 
-// awaitApplied answers once the batch is applied, with the offsets (and,
-// for a LogAppendTime topic, the append time) it got, or the ones it got
-// the first time if it is an idempotent retry.
-func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Proposal, appendTime int64, sp *kmsg.ProduceResponseTopicPartition) {
-	res, err := p.Wait(ctx)
-	if err != nil && isLeadershipLoss(err) {
-		n.answerNotLeader(ctx, rep, sp)
-		return
-	}
+// awaitCommitted answers once the batch is committed, with the offsets
+// (and, for a LogAppendTime topic, the append time) it got, or the ones it
+// got the first time if it is an idempotent retry.
+func (n *Node) awaitCommitted(ctx context.Context, repl replication, pa pendingAppend, appendTime int64, sp *kmsg.ProduceResponseTopicPartition) {
+	pr, err := pa.Committed(ctx)
 	if err != nil {
-		sp.BaseOffset, sp.LogStartOffset = -1, -1
-		sp.ErrorCode = proposeErrCode(err)
-		return
-	}
-	pr, ok := res.Value.(*partition.ProduceResult)
-	if !ok {
-		sp.ErrorCode = kerr.UnknownServerError.Code
+		n.answerFailed(ctx, repl, err, sp)
 		return
 	}
 	sp.LogAppendTime = appendTime
@@ -225,21 +215,16 @@ func (n *Node) awaitApplied(ctx context.Context, rep *replica, p *raftgroup.Prop
 	sp.BaseOffset, sp.LogStartOffset = pr.Base, pr.LogStart
 }
 
-// proposeErrCode maps a raftgroup proposal failure to a retriable Kafka
-// error: the client refreshes metadata and retries on the leader.
-func proposeErrCode(err error) int16 {
-	switch {
-	case errors.Is(err, raftgroup.ErrNotLeader), errors.Is(err, raftgroup.ErrProposalLost):
-		return kerr.NotLeaderForPartition.Code
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.Is(err, raftgroup.ErrOutcomeUnknown):
-		return kerr.RequestTimedOut.Code
-	case errors.Is(err, raftgroup.ErrProposalDropped):
-		return kerr.NotEnoughReplicas.Code
-	case errors.Is(err, raftgroup.ErrStopped):
-		return kerr.KafkaStorageError.Code
+// answerFailed answers a batch whose append failed: after a leadership
+// change once it has settled (answerNotLeader), else with the failure's
+// code.
+func (n *Node) answerFailed(ctx context.Context, repl replication, err error, sp *kmsg.ProduceResponseTopicPartition) {
+	if isLeadershipLoss(err) {
+		n.answerNotLeader(ctx, repl, sp)
+		return
 	}
-	return kerr.UnknownServerError.Code
+	sp.BaseOffset, sp.LogStartOffset = -1, -1
+	sp.ErrorCode = replicationErrCode(err)
 }
 
 // errCode returns the Kafka code of err (a *kerr.Error, or wrapping one).

@@ -2,13 +2,10 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/raftq/raftq/raftgroup"
 )
 
 // A produce that meets a leadership change (a transfer in progress, an
@@ -25,36 +22,21 @@ func (n *Node) leaderSettleWait() time.Duration {
 	return 2 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
 }
 
-// settledStatus waits until the group knows its leader and no transfer is
-// under way, or until the wait or ctx ends, and returns the latest status.
-func (n *Node) settledStatus(ctx context.Context, rep *replica) raftgroup.Status {
+// answerNotLeader fills sp once leadership has settled (or the wait has
+// ended): NOT_LEADER with the leader. Should this node still lead (a
+// transfer that timed out, a batch refused for the uncommitted-bytes
+// limit) the hint names it at the epoch the client knows: clients then
+// retry here after a backoff, where any other retriable code would stall
+// the partition until their next metadata refresh. The batch is not
+// appended again here: a later request of the same producer may already
+// be on its way.
+func (n *Node) answerNotLeader(ctx context.Context, repl replication, sp *kmsg.ProduceResponseTopicPartition) {
 	ctx, cancel := context.WithTimeout(ctx, n.leaderSettleWait())
 	defer cancel()
-	st, _ := rep.group.WaitStatus(ctx, func(s raftgroup.Status) bool {
-		return s.Leader != 0 && s.LeadTransferee == 0
-	})
-	return st
-}
-
-// answerNotLeader fills sp once leadership has settled: NOT_LEADER with
-// the leader. Should this node still lead (a transfer that timed out, a
-// proposal refused for the uncommitted-bytes limit) the hint names it at
-// the epoch the client knows: clients then retry here after a backoff,
-// where any other retriable code would stall the partition until their
-// next metadata refresh. The batch is not proposed again here: a later
-// request of the same producer may already be on its way.
-func (n *Node) answerNotLeader(ctx context.Context, rep *replica, sp *kmsg.ProduceResponseTopicPartition) {
-	st := n.settledStatus(ctx, rep)
+	st := repl.WaitSettled(ctx)
 	sp.BaseOffset, sp.LogStartOffset = -1, -1
 	sp.ErrorCode = kerr.NotLeaderForPartition.Code
-	n.fillLeaderFromStatus(sp, st)
-}
-
-// isLeadershipLoss reports whether a proposal failed because leadership
-// changed (or is changing) under it.
-func isLeadershipLoss(err error) bool {
-	return errors.Is(err, raftgroup.ErrNotLeader) || errors.Is(err, raftgroup.ErrProposalLost) ||
-		errors.Is(err, raftgroup.ErrProposalDropped)
+	fillLeaderFrom(sp, st)
 }
 
 // addLeaderEndpoints lists the address of every leader a NOT_LEADER
@@ -81,5 +63,25 @@ func (n *Node) addLeaderEndpoints(resp *kmsg.ProduceResponse) {
 			}
 			resp.Brokers = append(resp.Brokers, rb)
 		}
+	}
+}
+
+// fillLeader puts the best-known leader of a partition into a
+// NOT_LEADER_OR_FOLLOWER answer (KIP-951), so clients skip a metadata
+// round trip.
+func (n *Node) fillLeader(sp *kmsg.ProduceResponseTopicPartition, topic string, index int32) {
+	ref, ok := n.partitionRef(topic, index)
+	if !ok {
+		return
+	}
+	leader, term := n.leaderOf(ref.Partition)
+	if leader != 0 {
+		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = int32(leader), int32(term)
+	}
+}
+
+func fillLeaderFrom(sp *kmsg.ProduceResponseTopicPartition, st leadership) {
+	if st.Leader != 0 {
+		sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = int32(st.Leader), st.Epoch
 	}
 }

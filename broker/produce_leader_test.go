@@ -16,11 +16,11 @@ func TestNode_ProduceAfterTransferNamesNewLeader(t *testing.T) {
 	createTopic(t, c.client(), "lc", 1, 3)
 	old := leaderOfPartition(t, c, "lc", 0)
 	to := old%3 + 1
-	if err := c.nodes[old].replicaFor("lc", 0).group.TransferLeadership(testCtx(t), to); err != nil {
+	if err := raftOf(c.nodes[old].replicaFor("lc", 0)).TransferLeadership(testCtx(t), to); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the transfer", func() bool { return c.nodes[to].replicaFor("lc", 0).group.Status().IsLeader() })
-	term := c.nodes[to].replicaFor("lc", 0).group.Status().Term
+	eventually(t, "the transfer", func() bool { return raftOf(c.nodes[to].replicaFor("lc", 0)).Status().IsLeader() })
+	term := raftOf(c.nodes[to].replicaFor("lc", 0)).Status().Term
 
 	resp := rawRequest(t, c, old, produceRequest("lc", 0, -1, testBatch(t, -1, 0, 0, "x"))).(*kmsg.ProduceResponse)
 	sp := resp.Topics[0].Partitions[0]
@@ -55,7 +55,7 @@ func TestNode_ProduceDuringTransferWaitsForIt(t *testing.T) {
 		t.Fatal(err) // connected before the window opens
 	}
 	c.stop(to)
-	g := c.nodes[leader].replicaFor("lt", 0).group
+	g := raftOf(c.nodes[leader].replicaFor("lt", 0))
 	term := g.Status().Term
 	go func() { _ = g.TransferLeadership(context.Background(), to) }()
 	eventually(t, "the transfer to start", func() bool { return g.Status().LeadTransferee == to })
@@ -72,7 +72,7 @@ func TestNode_ProduceDuringTransferWaitsForIt(t *testing.T) {
 		t.Errorf("produce during a failed transfer: %v, leader hint %d at %d; want NOT_LEADER_OR_FOLLOWER naming %d at %d",
 			kerr.ErrorForCode(sp.ErrorCode), sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch, leader, term)
 	}
-	if hw := c.nodes[leader].replicaFor("lt", 0).sm.Log().HighWatermark(); hw != 0 {
+	if hw := logOf(c.nodes[leader].replicaFor("lt", 0)).HighWatermark(); hw != 0 {
 		t.Errorf("high watermark %d: the refused batch was written", hw)
 	}
 }

@@ -121,7 +121,7 @@ func leaderOfPartition(t testing.TB, c *testCluster, topic string, p int32) uint
 	var leader uint64
 	eventually(t, "a partition leader", func() bool {
 		for id, n := range c.nodes {
-			if r := n.replicaFor(topic, p); r != nil && r.group.Status().IsLeader() {
+			if r := n.replicaFor(topic, p); r != nil && raftOf(r).Status().IsLeader() {
 				leader = id
 				return true
 			}
@@ -178,7 +178,7 @@ func TestNode_ProduceErrors(t *testing.T) {
 	if code != kerr.InvalidRequiredAcks.Code {
 		t.Errorf("acks=2: code %d, want INVALID_REQUIRED_ACKS", code)
 	}
-	if hw := c.nodes[leader].replicaFor("e", 0).sm.Log().HighWatermark(); hw != 0 {
+	if hw := logOf(c.nodes[leader].replicaFor("e", 0)).HighWatermark(); hw != 0 {
 		t.Errorf("refused batches reached the log: high watermark %d", hw)
 	}
 	code, off := produceCode(rawRequest(t, c, leader, produceRequest("e", 0, -1, good)))
@@ -206,7 +206,7 @@ func TestNode_IdempotentRetryGetsOriginalOffset(t *testing.T) {
 	if code, _ := produceCode(rawRequest(t, c, leader, produceRequest("idem", 0, -1, gap))); code != kerr.OutOfOrderSequenceNumber.Code {
 		t.Errorf("sequence gap: code %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", code)
 	}
-	if hw := c.nodes[leader].replicaFor("idem", 0).sm.Log().HighWatermark(); hw != 4 {
+	if hw := logOf(c.nodes[leader].replicaFor("idem", 0)).HighWatermark(); hw != 4 {
 		t.Errorf("high watermark %d after dedup, want 4", hw)
 	}
 }

@@ -12,23 +12,35 @@ import (
 	"time"
 
 	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/coordinator/groups"
 	"github.com/raftq/raftq/partition"
-	"github.com/raftq/raftq/raftgroup"
 )
 
-// replica is this node's replica of one partition: its raft group and the
-// partition state machine the group applies to.
+// replica is this node's replica of one partition. It is of one of two
+// kinds, and exactly one of data and offsets is set:
+//   - a data partition: a partition log that the Kafka produce, fetch and
+//     offset APIs serve through its replication;
+//   - a __consumer_offsets partition: the consumer groups' state machine
+//     and coordinator (group_coordinator.go), and no record log.
 type replica struct {
 	topic   string
 	topicID [16]byte
 	index   int32
 	gid     uint64
 	dir     string
-	group   *raftgroup.Group
-	sm      *partition.Replica
+	lead    leaderView // the replication of either kind
+	hinted  uint64     // last epoch reported as a leadership hint (hint loop only)
+
+	data    *dataPartition
+	offsets *offsetsPartition
+}
+
+// dataPartition is the produce side of a data partition replica.
+type dataPartition struct {
+	repl replication
 
 	// maxBatchBytes is the largest batch produce takes (maxBatchBytes,
-	// the function); larger ones are refused before they are proposed.
+	// the function); larger ones are refused before they are appended.
 	// applyTopicConfigs keeps it current.
 	maxBatchBytes atomic.Int64
 	// codec is the partition.Codec the topic's compression.type names,
@@ -38,17 +50,10 @@ type replica struct {
 	// LogAppendTime.
 	logAppendTime atomic.Bool
 
-	// produceMu orders proposals: a connection's produce requests reach
-	// raft in the order they arrived.
+	// produceMu orders appends: a connection's produce requests reach
+	// the replication in the order they arrived.
 	produceMu sync.Mutex
-	proj      projection // guarded by produceMu (but inflight)
-	stamped   int64      // last LogAppendTime given (guarded by produceMu)
-	hinted    uint64     // last term reported as a leadership hint (hint loop only)
-
-	// offsets is set for __consumer_offsets partitions, whose raft group
-	// applies to the consumer groups' state machine instead of sm (whose
-	// log then stays empty); see group_coordinator.go.
-	offsets *offsetsPartition
+	stamped   int64 // last LogAppendTime given (guarded by produceMu)
 }
 
 // groupMarker names the raft group a partition directory belongs to, so
@@ -57,39 +62,42 @@ type replica struct {
 const groupMarker = "raft.group"
 
 // openReplica opens (creating if new) the local replica of ref and starts
-// its raft group.
+// its replication: the offsets topic's partitions as offsets partitions,
+// every other as a data partition.
 func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 	t, p := ref.Topic, ref.Partition
 	r := &replica{topic: t.Name, topicID: t.ID, index: p.Index, gid: p.Group, dir: n.logDir(t.Name, p.Index)}
 	if err := claimPartitionDir(r.dir, r.gid); err != nil {
 		return nil, err
 	}
-	cfg := partition.ReplicaConfig{Dir: r.dir, Log: logConfig(t), Logger: n.log.With("topic", t.Name, "partition", p.Index)}
-	sm, err := partition.OpenReplica(cfg)
-	if err != nil {
-		return nil, err
+	var err error
+	if t.Name == groups.OffsetsTopic {
+		r.offsets, err = n.openOffsetsPartition(ref)
+		if err == nil {
+			r.lead = r.offsets.group
+		}
+	} else {
+		r.data, err = n.openDataPartition(ref, r.dir)
+		if err == nil {
+			r.lead = r.data.repl
+		}
 	}
-	r.sm = sm
-	r.setProduceLimits(t)
-	machine, err := n.stateMachineFor(r)
 	if err != nil {
-		_ = sm.Close()
-		return nil, err
-	}
-	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: r.gid, Peers: p.Replicas, StateMachine: machine,
-		HoldElectionTicks: electionHold(n.meta.View(), p.Replicas, n.cfg.NodeID, n.cfg.ElectionTicks)})
-	if err != nil {
-		_ = sm.Close()
 		return nil, fmt.Errorf("partition %s-%d: %w", t.Name, p.Index, err)
 	}
-	r.group = g
-	if st := g.Status(); p.Replicas[0] == n.cfg.NodeID && st.Term <= 1 && st.Leader == 0 {
-		// A brand-new group (raft bootstraps it at term 1): let the
-		// preferred leader stand first, so that leaders spread as
-		// placement intended and no leader balance moves them later.
-		go n.standFirst(g)
-	}
 	return r, nil
+}
+
+func (n *Node) openDataPartition(ref coordinator.PartitionRef, dir string) (*dataPartition, error) {
+	t := ref.Topic
+	cfg := partition.ReplicaConfig{Dir: dir, Log: logConfig(t), Logger: n.log.With("topic", t.Name, "partition", ref.Partition.Index)}
+	repl, err := n.openRaftReplication(ref, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &dataPartition{repl: repl}
+	d.setProduceLimits(t)
+	return d, nil
 }
 
 // electionHold is how long this node's replica of a new group holds its
@@ -109,32 +117,17 @@ func electionHold(view *coordinator.State, replicas []uint64, self uint64, elect
 	return 2 * electionTicks
 }
 
-// standFirst campaigns every tick until the new group has a leader, for
-// at most one election timeout (the earliest the other replicas stand).
-// A vote request can reach a peer before that peer has created the group,
-// and be dropped; and raft will not campaign before the bootstrap
-// configuration entries are applied.
-func (n *Node) standFirst(g *raftgroup.Group) {
-	for range n.cfg.ElectionTicks {
-		st := g.Status()
-		if st.Leader != 0 || st.Stopped {
-			return
-		}
-		if st.Applied >= st.Commit && g.Campaign() != nil {
-			return
-		}
-		time.Sleep(n.cfg.TickInterval)
-	}
-}
-
 // applyTopicConfigs brings an open replica up to its topic's configs, as
 // an altered topic config takes effect in Kafka: the log's segment and
 // retention limits and what produce checks (setProduceLimits). The
 // reconcile loop calls it on every metadata change.
 func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
-	r.setProduceLimits(t)
+	if r.data == nil {
+		return
+	}
+	r.data.setProduceLimits(t)
 	want := logConfig(t).Limits
-	l := r.sm.Log()
+	l := r.data.repl.Log()
 	if l.Limits() == want {
 		return
 	}
@@ -148,7 +141,7 @@ func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
 // setProduceLimits takes what produce checks before proposing from t's
 // configs: the largest batch, the codec batches are stored in and whose
 // clock timestamps them.
-func (r *replica) setProduceLimits(t *coordinator.Topic) {
+func (r *dataPartition) setProduceLimits(t *coordinator.Topic) {
 	r.maxBatchBytes.Store(maxBatchBytes(t))
 	codec := int32(-1)
 	if c, ok := partition.ParseCodec(t.Config("compression.type")); ok {
@@ -163,7 +156,7 @@ func (r *replica) setProduceLimits(t *coordinator.Topic) {
 // the leader's clock, never earlier than the last stamp, so that append
 // times follow offsets; for CreateTime it clears a LogAppendTime flag the
 // producer set. It returns the append time, or -1. produceMu held.
-func (r *replica) stampTime(batch []byte, info *partition.BatchInfo) int64 {
+func (r *dataPartition) stampTime(batch []byte, info *partition.BatchInfo) int64 {
 	if !r.logAppendTime.Load() {
 		if info.LogAppendTime() {
 			partition.ClearLogAppendTime(batch)
@@ -241,13 +234,10 @@ func markerGroup(dir string) (uint64, bool) {
 	return gid, err == nil
 }
 
-// close stops the replica's group and closes its log; purge also removes
-// its data.
+// closeReplica stops the replica's replication and closes its local
+// state; purge also removes its data.
 func (n *Node) closeReplica(r *replica, purge bool) error {
-	err := n.host.RemoveGroup(r.gid, purge)
-	if cerr := r.sm.Close(); err == nil {
-		err = cerr
-	}
+	err := r.lead.remove(purge)
 	if purge {
 		if rerr := os.RemoveAll(r.dir); err == nil {
 			err = rerr
@@ -256,6 +246,8 @@ func (n *Node) closeReplica(r *replica, purge bool) error {
 	return err
 }
 
+// closeReplicas closes the local state of every replica, once Close has
+// stopped the raft host (and with it every group).
 func (n *Node) closeReplicas() error {
 	n.mu.Lock()
 	rs := n.replicas
@@ -263,11 +255,26 @@ func (n *Node) closeReplicas() error {
 	n.mu.Unlock()
 	var first error
 	for _, r := range rs {
-		if err := r.sm.Close(); err != nil && first == nil {
+		if r.data == nil {
+			continue
+		}
+		if err := r.data.repl.Close(); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// dataFor returns the local data partition replica of a topic partition,
+// if any. internal reports a __consumer_offsets partition hosted here,
+// which the data APIs answer as an empty partition: raftq keeps consumer
+// group state in a state machine, not in a record log.
+func (n *Node) dataFor(topic string, index int32) (r *replica, internal bool) {
+	r = n.replicaFor(topic, index)
+	if r != nil && r.data == nil {
+		return nil, true
+	}
+	return r, false
 }
 
 // replicaFor returns the local replica of a topic partition, if any.
@@ -297,4 +304,13 @@ func (n *Node) replicaList() []*replica {
 		out = append(out, r)
 	}
 	return out
+}
+
+// size is the bytes of the replica's record log on disk (none for an
+// offsets partition).
+func (r *replica) size() int64 {
+	if r.data == nil {
+		return 0
+	}
+	return r.data.repl.Log().Size()
 }

@@ -107,7 +107,7 @@ func TestNode_RestartAfterAdminChanges(t *testing.T) {
 					if r == nil {
 						return false
 					}
-					hw = append(hw, r.sm.Log().HighWatermark())
+					hw = append(hw, logOf(r).HighWatermark())
 				}
 				if hw[0] != hw[1] || hw[1] != hw[2] {
 					return false
@@ -204,7 +204,7 @@ func TestNode_ReplicaThatCannotOpenIsOffline(t *testing.T) {
 	}
 	eventually(t, "node 3 to open its replica on a retry and catch up", func() bool {
 		r := n.replicaFor("sick", 0)
-		return len(n.Status().Offline) == 0 && r != nil && r.sm.Log().HighWatermark() == 2
+		return len(n.Status().Offline) == 0 && r != nil && logOf(r).HighWatermark() == 2
 	})
 }
 
@@ -239,7 +239,7 @@ func (c *testCluster) everyLog(t *testing.T, what, topic string, p int32, cond f
 	t.Helper()
 	eventually(t, what, func() bool {
 		for _, n := range c.nodes {
-			if r := n.replicaFor(topic, p); r == nil || !cond(r.sm.Log()) {
+			if r := n.replicaFor(topic, p); r == nil || !cond(logOf(r)) {
 				return false
 			}
 		}

@@ -143,7 +143,7 @@ func testLeaderFailover(t *testing.T, mod func(*Config)) {
 	}
 	eventually(t, "the restarted node to catch up", func() bool {
 		r := c.nodes[old].replicaFor("fo", 0)
-		return r != nil && r.sm.Log().HighWatermark() == 6
+		return r != nil && logOf(r).HighWatermark() == 6
 	})
 	want := segmentBytes(t, c.nodes[leaderOfPartition(t, c, "fo", 0)].logDir("fo", 0))
 	for id, n := range c.nodes {
@@ -201,7 +201,7 @@ func TestNode_LeadershipReturnsToPreferredReplica(t *testing.T) {
 	c.stop(preferred)
 	eventually(t, "another leader", func() bool {
 		for id, n := range c.nodes {
-			if r := n.replicaFor("pref", 0); r != nil && r.group.Status().IsLeader() && id != preferred {
+			if r := n.replicaFor("pref", 0); r != nil && raftOf(r).Status().IsLeader() && id != preferred {
 				return true
 			}
 		}
@@ -210,7 +210,7 @@ func TestNode_LeadershipReturnsToPreferredReplica(t *testing.T) {
 	c.start(preferred)
 	eventually(t, "leadership back on the preferred replica", func() bool {
 		r := c.nodes[preferred].replicaFor("pref", 0)
-		return r != nil && r.group.Status().IsLeader()
+		return r != nil && raftOf(r).Status().IsLeader()
 	})
 }
 
