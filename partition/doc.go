@@ -148,11 +148,10 @@
 //   - segment.refs: atomic count (the log's own plus one per reader); the
 //     last release closes the file, so retention never pulls a file from
 //     under a reader.
+//   - Replica.mu: guards the epoch starts and the staged snapshots.
 //
-// Lock order (A -> B: A may be held when B is taken, never the reverse):
-//
-//	writeMu -> mu -> watched.mu
-//	writeMu -> watched.mu
+// The lock order is in the repository's DESIGN.md ("Lock order"), the one
+// list for every package.
 //
 // # Notes and departures from the shared design
 //

@@ -119,10 +119,11 @@
 // stage snapshot data through StateMachine.ReceiveSnapshot). Nothing on
 // these paths blocks on another loop.
 //
-// Lock order (A -> B: A may be held when B is taken):
-//
-//	Host.mu -> Group.mu
-//	Group.mu, Group.statusMu, Host.outMu, Host.heardMu: leaves
+// Locks: Host.mu (the group map; held across CreateGroup's storage open
+// and replay), Host.countMu, Host.outMu, Host.heardMu, Group.mu (the
+// inbox), Group.statusMu, nodeLog.mu and retirer.mu. Their order, and
+// what each is held across, is in the repository's DESIGN.md ("Lock
+// order"), the one list for every package.
 //
 // # Quiescence
 //

@@ -93,12 +93,10 @@
 // Apply, Snapshot and Restore run on the offsets partition's raft
 // goroutine. Coordinator methods are called from the broker's request
 // goroutines (Join and Sync answer through a callback, maybe later and
-// from another goroutine) and Tick from the broker's groups loop. Lock
-// order (A -> B: A may be held when B is taken):
-//
-//	session.mu -> (raft proposal and its apply) -> Machine.mu
-//	session.mu -> Coordinator.mu
-//	Coordinator.mu and Machine.mu are leaves.
+// from another goroutine) and Tick from the broker's groups loop.
+// Coordinator.mu guards the active term and the sessions, Machine.mu the
+// replicated state, each session.mu one group's soft state; their order is
+// in the repository's DESIGN.md ("Lock order").
 //
 // session.mu serialises one group's transitions, including the wait for
 // their proposals; OffsetCommit does not hold it across its proposal, so

@@ -131,9 +131,9 @@
 //
 // # Locks
 //
-// Transport.mu is the only mutex and a leaf: it guards start/close state
-// and changes to the peer map, and nothing else is locked while it is held.
-// The peer map is copy-on-write behind an atomic pointer, so Send takes no
+// Transport.mu is the only mutex: it guards start/close state and changes
+// to the peer map (its place in the lock order: the repository's
+// DESIGN.md). The peer map is copy-on-write behind an atomic pointer, so Send takes no
 // lock; queues are channels; counters are atomics.
 //
 // # Departures
