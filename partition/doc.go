@@ -183,8 +183,9 @@
 //     the checkpoint's end since (DeleteRecords or retention applied after
 //     the snapshot), the log restarts empty at that end and the replay
 //     rebuilds records and start alike; only the segment files below the
-//     start then differ from the other replicas'. Until 2026-12-01 such a
-//     replica refused to open (found by FuzzReplicaApply).
+//     start then differ from the other replicas'. FuzzReplicaApply
+//     covers it: a replica restarted there must end with the other's
+//     records, start and high watermark.
 //   - There is no lock file: one process must open a directory at a time.
 //
 // # Performance
