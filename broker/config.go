@@ -21,7 +21,7 @@ type Config struct {
 	// ClusterID names the cluster; nodes of another cluster are refused,
 	// and a data dir made for another cluster or node refuses to start.
 	ClusterID string
-	// DataDir holds node.json, raft/, log/ and meta/.
+	// DataDir holds node.json, raft/ and log/ (layout: DESIGN.md).
 	DataDir string
 
 	// KafkaAddr, PeerAddr and AdminAddr are the listen addresses of the

@@ -38,9 +38,10 @@ type CreateTopic struct {
 	Internal          bool              `json:"internal,omitempty"`
 	Assignment        [][]uint64        `json:"assignment,omitempty"`
 	// RefuseCollision refuses a name that differs from an existing
-	// topic's only by '.' against '_', as Kafka does. It is a field, set
-	// by every proposer since 2026-12-01, rather than a rule of apply, so
-	// that logs written before replay as they were applied.
+	// topic's only by '.' against '_', as Kafka does. It is a field that
+	// every proposer sets, rather than a rule of apply, so that entries
+	// written without it replay as they were applied (coordinator/doc.go,
+	// "Versions").
 	RefuseCollision bool `json:"refuse_collision,omitempty"`
 }
 

@@ -29,6 +29,7 @@
 // not share a cluster: an older one would ignore the new fields.
 //
 // Goroutines: Metadata's Apply, Snapshot and Restore run on group 0's
-// goroutine; readers take a consistent copy with View, which is guarded by
-// Metadata.mu (a leaf lock).
+// goroutine; readers take a consistent copy with View (an atomic pointer to
+// an immutable State). Metadata.mu guards only the channel Changed returns
+// (lock order: the repository's DESIGN.md).
 package coordinator

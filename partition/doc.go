@@ -148,11 +148,10 @@
 //   - segment.refs: atomic count (the log's own plus one per reader); the
 //     last release closes the file, so retention never pulls a file from
 //     under a reader.
+//   - Replica.mu: guards the epoch starts and the staged snapshots.
 //
-// Lock order (A -> B: A may be held when B is taken, never the reverse):
-//
-//	writeMu -> mu -> watched.mu
-//	writeMu -> watched.mu
+// The lock order is in the repository's DESIGN.md ("Lock order"), the one
+// list for every package.
 //
 // # Notes and departures from the shared design
 //
@@ -184,70 +183,20 @@
 //     the checkpoint's end since (DeleteRecords or retention applied after
 //     the snapshot), the log restarts empty at that end and the replay
 //     rebuilds records and start alike; only the segment files below the
-//     start then differ from the other replicas'. Until 2026-12-01 such a
-//     replica refused to open (found by FuzzReplicaApply).
+//     start then differ from the other replicas'. FuzzReplicaApply
+//     covers it: a replica restarted there must end with the other's
+//     records, start and high watermark.
 //   - There is no lock file: one process must open a directory at a time.
 //
 // # Performance
 //
-// Measured with
-//
-//	go test ./partition -run '^$' -bench . -benchtime 2s -count 3
-//
-// on the 2-core shared development VM (Oxide virtual Turin-class CPU, a
-// virtual disk, other builds running, so absolute numbers are noisy;
-// compare within one run). Medians of three, ± half the spread.
-//
-// Appends (Append validates every batch; MB/s of batch bytes):
-//
-//	                        sync=false        sync=true
-//	rec=100B batch=16KiB    843 MB/s ±8%      45.5 MB/s ±24%
-//	rec=100B batch=1MiB     2182 MB/s ±5%     441 MB/s ±9%
-//	rec=1KiB batch=16KiB    967 MB/s ±17%     37.5 MB/s ±8%
-//	rec=1KiB batch=1MiB     2716 MB/s ±4%     549 MB/s ±17%
-//	AppendValidated rec=100B, 16KiB: 1195 MB/s ±11%, 1MiB: 3703 MB/s ±5% (sync=false)
-//
-// Since 2026-11-30 the log starts writeback every 1 MiB appended
-// (Config.WritebackBytes): unsynced appends now run at the disk's pace, not
-// the page cache's (same command, one run: 100B/16KiB 518 MB/s, 100B/1MiB
-// 797 MB/s, 1KiB/1MiB 797 MB/s), while synced appends and the interleaved
-// ratios below are unchanged (1.08 and 1.12 for 1 MiB batches, 0.98 and
-// 0.71 for 16 KiB). raftq appends on the apply path, behind a WAL fsync, so
-// the disk bounds it either way; what writeback buys is short snapshot
-// fsyncs that no longer stall every WAL on the disk (see DESIGN.md).
-//
-// Baseline, plain sequential write (+fdatasync) of the same sizes to a file
-// in the same kind of directory, same run:
-//
-//	                 no sync           write+fdatasync
-//	batch=16KiB      1985 MB/s ±2%     56.1 MB/s ±3%
-//	batch=1MiB       4744 MB/s ±2%     511 MB/s ±13%
-//
-// Because the disk is shared and its fsync latency drifts by tens of percent
-// between benchmarks run minutes apart, BenchmarkSyncedAppendVsBaseline
-// interleaves the two batch by batch (alternating which goes first) and
-// reports log/baseline directly:
-//
-//	rec=100B batch=16KiB   0.98 ±1%
-//	rec=100B batch=1MiB    1.05 ±2%   (target >= 0.7)
-//	rec=1KiB batch=16KiB   0.68..0.99 (two of three runs hit by a noisy
-//	                       neighbour; a rerun with -count 5 gave 0.97..0.99
-//	                       in four runs and 0.71 in one)
-//	rec=1KiB batch=1MiB    1.09 ±2%   (target >= 0.7)
-//
-// Reads from a warm page cache (64 MiB log of 16 KiB batches, random
-// offsets, Read copies into a reused buffer):
-//
-//	rec=100B  max=64KiB 2469 MB/s ±5%   max=1MiB 3901 MB/s ±6%
-//	rec=1KiB  max=64KiB 2474 MB/s ±5%   max=1MiB 4109 MB/s ±6%
-//
-// ValidateBatch (target >= 1 GB/s for 100 B records):
-//
-//	rec=100B  batch=16KiB 8076 MB/s ±1%   batch=1MiB 7480 MB/s ±2%
-//	rec=1KiB  batch=16KiB 18550 MB/s ±2%  batch=1MiB 18560 MB/s ±1%
-//
 // Per append without sync the log costs one pwrite (two for batches over
 // 64 KiB, to avoid copying them), a mutex publish and, with Append, the
-// validation; with sync the fdatasync dominates and the log matches the
-// baseline. Sync writes the checkpoint only after a roll or a start move.
+// validation; with sync the fdatasync dominates and the log matches a
+// plain write+fdatasync of the same bytes. Sync writes the checkpoint only
+// after a roll or a start move. The log starts the kernel's writeback
+// every Config.WritebackBytes (1 MiB) appended, so the page cache holds
+// little unwritten segment data: unsynced appends run at the disk's pace,
+// and a snapshot's fsync stays short instead of stalling every WAL on the
+// disk (DESIGN.md, "Writeback"). Figures and commands: BENCHMARKS.md.
 package partition

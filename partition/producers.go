@@ -17,8 +17,8 @@ type ProducerBatch struct {
 	BaseOffset int64 `json:"base_offset"`
 	LastOffset int64 `json:"last_offset"`
 	// MaxTimestamp is the batch's, so that a retry of a LogAppendTime batch
-	// is answered with the time the first one got (0 in state from builds
-	// before 2026-12-01).
+	// is answered with the time the first one got (0: unknown, in state
+	// written before the field existed).
 	MaxTimestamp int64 `json:"max_timestamp,omitempty"`
 }
 

@@ -119,10 +119,11 @@
 // stage snapshot data through StateMachine.ReceiveSnapshot). Nothing on
 // these paths blocks on another loop.
 //
-// Lock order (A -> B: A may be held when B is taken):
-//
-//	Host.mu -> Group.mu
-//	Group.mu, Group.statusMu, Host.outMu, Host.heardMu: leaves
+// Locks: Host.mu (the group map; held across CreateGroup's storage open
+// and replay), Host.countMu, Host.outMu, Host.heardMu, Group.mu (the
+// inbox), Group.statusMu, nodeLog.mu and retirer.mu. Their order, and
+// what each is held across, is in the repository's DESIGN.md ("Lock
+// order"), the one list for every package.
 //
 // # Quiescence
 //
@@ -190,70 +191,18 @@
 // once at start-up before any Host opens a group. 1,000 groups want a few
 // MiB at most.
 //
-// # Measurements (2-core VM, disk shared with other work; see bench_test.go
-// and idle_bench_test.go for the commands)
+// # Performance
 //
-// Idle CPU, 1,000 groups per node (3 nodes in one process, 100 ms ticks):
-// 112 ms/s per node (11% of a core) awake; 5.9 ms/s (0.6%) quiesced.
-//
-// Throughput: BenchmarkPropose, 3 nodes in one process over loopback TCP,
-// real WAL with fsync always on the one disk they share, acks=all
-// (committed and applied), 16 MiB segments. Run 2026-11-30 on a quiet
-// machine:
-//
-//	go test ./raftgroup -run '^$' -bench 'BenchmarkPropose/(baseline|transport=tcp)' -benchtime 4s
-//
-// Same-run baselines: one writer appending and fdatasyncing 100 B does
-// 1,882-2,465 fsyncs/s; 64 KiB, 81-107 MB/s; three writers side by side
-// (one per replica), 256 KiB per fsync, 139-189 MB/s each: the ceiling on
-// committed MB/s when every byte lands on this disk three times.
-//
-//	size  groups proposers depth  proposals/s      MB/s      fsyncs/s
-//	100   1      64        1          17,314-18,218   1.7-1.8  3,018-3,054
-//	100   1      64        16        175,934-248,633 18-25    2,288-2,600
-//	100   1      64        64        379,253-392,792 38-39      958-1,029
-//	100   64     64        1           1,813-2,707    0.2-0.3  4,034-5,441
-//	100   64     64        16          5,227-8,822    0.5-0.9  2,352-3,897
-//	64Ki  1      16        1           1,372-1,484   90-97       879-967
-//	64Ki  1      16        8           2,257-2,766  148-181      194-239
-//	64Ki  1      16        32          2,635-3,102  171-203       59-74
-//	64Ki  64     64        1             453-513     30-34     1,094-1,185
-//
-// Ranges are over the runs of that day; the 64 KiB depth-32 row comes from
-// four runs interleaved with the three-writer baseline (171/139, 190/189,
-// 180/147, 203/173 MB/s raft/baseline).
-//
-// Batching factor: at 100 B, depth 16, about 90 proposals share an fsync
-// (233,586 proposals/s over 2,600 fsyncs/s, counted on all three nodes),
-// coalesced into entries of up to 64 KiB, which is why entries/fsync stays
-// near 1 while proposals/fsync grows with the load.
-//
-// Targets: 100 B from 64 proposers reaches 176k-249k proposals/s at depth
-// 16 and 379k-393k at depth 64 (target
-// 200k) once the proposers pipeline. 64 KiB entries commit 171-203 MB/s at
-// depth 32, at or above the three-writer disk ceiling measured beside them
-// at 256 KiB per fsync; 200 MB/s was reached in 2 of 12 runs that day, so
-// the target holds only when the disk does. These runs save about 8 MiB
-// per fsync (64 KiB proposals are coalesced, 14 to an entry), and beside
-// three writers fdatasyncing 8 MiB at a time (196-243 MB/s each, a later
-// day) they reach 70-99% of it. Until 2026-11-30 the transport grew one buffer per burst
-// of MsgApps with protobuf's exact-size reallocation, and 64 KiB runs were
-// CPU-bound at 114-119 MB/s; see transport/peer. With 64 groups each group
-// fsyncs its own WAL: 192 WALs share the disk's fsync rate, and throughput
-// follows it.
-//
-// The shared node WAL (SharedWAL) fixes that: runs of the same case back
-// to back, WAL per group then shared, 3 s each:
-//
-//	size  groups proposers depth  wal=group            wal=shared
-//	100   64     64        16     5,240-8,366/s        57,389-64,633/s
-//	100   64     64        1      1,333/s              5,282/s
-//	100   1      64        64     373,149-383,182/s    368,412-416,631/s
-//	64Ki  64     64        1      36.8-44.2 MB/s       56.1-77.6 MB/s
-//	64Ki  1      16        32     154.9-192.9 MB/s     176.7-177.7 MB/s
-//
-// The last row is with records under 768 KiB (saveChunk); at 1 MiB, etcd
-// re-marshalled and re-padded every record outside its encoder buffer and
-// the shared WAL gave 141-145 MB/s. It still uses 10% more CPU for the
-// same work: one more copy of each entry, into its record.
+// The design choices the measurements support (figures and commands:
+// BENCHMARKS.md):
+//   - Proposals batch: concurrent proposers share one Ready, one WAL write
+//     and one fsync, so throughput grows with the proposers' pipelining
+//     depth, not with the fsync rate.
+//   - With a WAL per group, N groups with work make N fdatasyncs a round
+//     and follow the disk's fsync rate; SharedWAL group-commits them, which
+//     is why the broker defaults to it.
+//   - Shared-WAL records stay under 768 KiB (saveChunk): etcd encodes a
+//     larger record outside its kept encoder buffer and copies it again.
+//   - A quiesced group costs no ticks or heartbeats, so 1,000 idle groups
+//     per node cost a small fraction of a core.
 package raftgroup

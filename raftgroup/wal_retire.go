@@ -40,8 +40,8 @@ import (
 // Files a crash or a stop left retired are retired by the first pass
 // after the WAL opens. Their names end in ".tmp" because etcd passes over
 // such names quietly (wal/util.go, checkWalNames), where any other file in
-// a WAL directory costs a warning at every open; builds before 2026-12-01
-// used ".retired", which is still retired.
+// a WAL directory costs a warning at every open. Files with the older
+// suffix ".retired" (legacyRetiredSuffix) are retired too.
 const (
 	retiredSuffix       = ".retired.tmp"
 	legacyRetiredSuffix = ".retired"

@@ -80,8 +80,8 @@
 // # Goroutines
 //
 // go-fuse serves requests on its own goroutines. FS.mu guards the inode
-// table; each file's fileState.mu guards its overlay. Lock order:
-// FS.mu -> fileState.mu. LoseUnsynced sends kernel notifications holding
+// table; each file's fileState.mu guards its overlay (lock order: the
+// repository's DESIGN.md). LoseUnsynced sends kernel notifications holding
 // no lock, since the kernel may call back into the server while it
 // handles them.
 package lazyfs

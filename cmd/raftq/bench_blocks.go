@@ -8,8 +8,8 @@ import "slices"
 // doubling that fell in a GC cycle charged the allocating goroutine a
 // mark assist: the bench's runtime trace showed the client idle for
 // 20-125 ms at such moments, sending nothing, and the cluster idle with
-// it. Those pauses, not the cluster, set the bench's p99 at 150k
-// records/s until 2026-11-30 (BENCHMARKS.md).
+// it, so the bench's p99 at 150k records/s measured the bench's own
+// pauses, not the cluster (BENCHMARKS.md).
 type blocks[T any] struct{ bs [][]T }
 
 // blockLen is how many values one block holds (512 KiB of samples).

@@ -93,53 +93,24 @@
 // Apply, Snapshot and Restore run on the offsets partition's raft
 // goroutine. Coordinator methods are called from the broker's request
 // goroutines (Join and Sync answer through a callback, maybe later and
-// from another goroutine) and Tick from the broker's groups loop. Lock
-// order (A -> B: A may be held when B is taken):
-//
-//	session.mu -> (raft proposal and its apply) -> Machine.mu
-//	session.mu -> Coordinator.mu
-//	Coordinator.mu and Machine.mu are leaves.
+// from another goroutine) and Tick from the broker's groups loop.
+// Coordinator.mu guards the active term and the sessions, Machine.mu the
+// replicated state, each session.mu one group's soft state; their order is
+// in the repository's DESIGN.md ("Lock order").
 //
 // session.mu serialises one group's transitions, including the wait for
 // their proposals; OffsetCommit does not hold it across its proposal, so
 // commits of one group pipeline (apply re-checks them).
 //
-// # Measurements (broker/group_bench_test.go; 2-core VM shared with other
-// work, load average 9-11, so figures vary ~1.5x between runs)
-//
-// 3 nodes in one process, real WALs fsynced always, real TCP on loopback.
-//
-//	go test ./broker -run '^$' -bench BenchmarkGroup_OffsetCommit -benchtime 2s -count 2
-//
-//	OffsetCommit (1 partition, simple commit, answered after raft commit+apply)
-//	                          1 client        16 clients
-//	kafka OffsetCommit        383-955 /s      1,711-2,787 /s
-//	raw raft proposal         451-568 /s      1,673-2,372 /s   (baseline: same group,
-//	                                                            same entry size, from the leader)
+// # Performance
 //
 // A commit costs what a raft proposal of the offsets partition costs: the
 // Kafka request, the check and the JSON command add nothing measurable
-// next to two fsyncs in series (leader, then a follower). Concurrent
-// commits of one group pipeline (session.mu is not held across them), so
-// they share WAL writes and fsyncs.
-//
-//	go test ./broker -run '^$' -bench BenchmarkGroup_Rebalance -benchtime 3s
-//
-//	new group, franz-go cooperative-sticky, 100 ms heartbeats, 6 partitions
-//	1 member (baseline)       9.1 ms   until it holds all 6 partitions
-//	3 members                62.8 ms   until each holds its final 2
-//
-// Three members need several generations (the first joiner forms a group
-// alone, the others trigger rebalances, cooperative-sticky revokes in a
-// second round) and learn of each rebalance from a heartbeat, so the cost
-// is a few heartbeat intervals plus one raft commit per NewGeneration and
-// Assign. With Kafka's default 3 s group.initial.rebalance.delay (the
-// benchmark sets 0) the first rebalance waits for the others instead.
-//
-// End to end (cmd/raftq TestE2E_Groups, race build): a killed consumer
-// process (session timeout 3 s) is replaced in ~3.3 s; after kill -9 of
-// the coordinating node, commits resume at the new coordinator within the
-// raft election timeout plus a FindCoordinator round trip.
+// next to the fsyncs. Concurrent commits of one group pipeline (session.mu
+// is not held across them), so they share WAL writes and fsyncs. A
+// rebalance of several members takes several generations, each learnt
+// from a heartbeat: a few heartbeat intervals plus one raft commit per
+// NewGeneration and Assign. Figures and commands: BENCHMARKS.md.
 //
 // # Departures from the shared design
 //

@@ -109,10 +109,11 @@
 // # Goroutines and locks
 //
 // Server: one accept goroutine; per connection, the reader (which runs
-// Serve) and the writer. Observer methods run on those goroutines. Locks:
-// Server.mu (the connection set, draining flag) -> Conn.mu (pairs the
-// draining flag with read-deadline changes). No lock is held while calling
-// the handler or the observer.
+// Serve) and the writer. Observer methods run on those goroutines.
+// Server.mu guards the connection set and the draining flag; Conn.mu pairs
+// the draining flag with read-deadline changes (their order: the
+// repository's DESIGN.md). No lock is held while calling the handler or
+// the observer.
 //
 // Socket deadlines are coarse to keep timer updates off the per-request
 // path: a frame already buffered is read without one, and a deadline is

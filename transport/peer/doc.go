@@ -131,9 +131,9 @@
 //
 // # Locks
 //
-// Transport.mu is the only mutex and a leaf: it guards start/close state
-// and changes to the peer map, and nothing else is locked while it is held.
-// The peer map is copy-on-write behind an atomic pointer, so Send takes no
+// Transport.mu is the only mutex: it guards start/close state and changes
+// to the peer map (its place in the lock order: the repository's
+// DESIGN.md). The peer map is copy-on-write behind an atomic pointer, so Send takes no
 // lock; queues are channels; counters are atomics.
 //
 // # Departures
@@ -145,28 +145,14 @@
 //     nodes when the conf change applies; until then the new node's dials
 //     are refused and retried.
 //
-// # Figures
-//
-// go test -run XXX -bench . -benchtime 2s -count 2 ./transport/peer/; one
-// op is one MsgApp carrying one entry, MB/s counts entry payload, and each
-// row's columns come from the same run. 2026-11-30, quiet machine:
-//
-//	                       transport            plain TCP io.Copy    encode+decode only
-//	100 B entries, 64/Send 1.04M-1.08M msgs/s   7.7M-8.9M msgs/s     94-97 MB/s
-//	64 KiB entries, 4/Send 597-781 MB/s         1189-1215 MB/s       1256-1275 MB/s
-//
-// (Earlier, on the same VM under a load average of 8 to 15: 366k-459k and
-// 173-345 MB/s against TCP at 3.4M-5.6M and 322-577 MB/s.)
+// # Performance
 //
 // A burst is written in pieces of about WriteBufferBytes, and each batch's
-// buffer is sized once before protobuf appends to it: a raft group
-// replicating 64 KiB entries sends bursts of many 1 MiB MsgApps, and
-// growing one buffer for the whole burst (protobuf reallocates to the exact
-// size, copying everything before) cost more CPU than the disk writes;
-// fixing it took BenchmarkPropose at 64 KiB from 114-119 to 171-203 MB/s.
-//
-// 100 B messages take 124 bytes on the wire and about 10 Send batches share
-// a write syscall. Small messages are bound by protobuf encoding and
-// decoding, not by the connection; large ones by the copies into and out of
-// protobuf (Unmarshal copies bytes fields) on top of the kernel's two.
+// buffer is sized once before protobuf appends to it: growing one buffer
+// for a whole burst of 1 MiB MsgApps (protobuf reallocates to the exact
+// size, copying everything before) cost more CPU than the disk writes.
+// Small messages are bound by protobuf encoding and decoding, not by the
+// connection; large ones by the copies into and out of protobuf (Unmarshal
+// copies bytes fields) on top of the kernel's two. Figures and commands:
+// BENCHMARKS.md.
 package peer
