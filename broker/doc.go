@@ -89,7 +89,7 @@
 //
 // # Lock order
 //
-//	dataPartition.produceMu -> raftReplication.projMu -> (raftgroup internals)
-//	Node.mu is a leaf; producerIDs.mu is held across a metadata proposal
-//	and taken under no other lock.
+// The lock order is DESIGN.md's ("Lock order"): produceMu -> projMu ->
+// raftgroup; producerIDs.mu is held across a metadata proposal; Node.mu is
+// a leaf.
 package broker
