@@ -163,8 +163,6 @@ var raftFiles = map[string]bool{
 	"config.go":           true, // raftgroup.FsyncPolicy
 	"walsize.go":          true, // etcd's process-wide WAL segment size
 	"metrics.go":          true, // the host's WAL metrics
-	"metaclient.go":       true, // group-0 proposals
-	"loops.go":            true, // group-0 learners
 }
 
 // raftImports are the import paths that raftFiles alone may use.

@@ -89,7 +89,7 @@ type PartitionStatus struct {
 func (n *Node) Status() Status {
 	st := n.meta.View()
 	out := Status{NodeID: n.cfg.NodeID, ClusterID: n.cfg.ClusterID, KafkaAddr: n.advert, Fsync: n.cfg.Fsync.String(), WAL: walLayout(n.cfg.SharedWAL)}
-	out.Metadata = groupStatus(n.group.Status())
+	out.Metadata = groupStatus(n.ctl.Status())
 	for _, id := range st.BrokerIDs() {
 		b := st.Brokers[id]
 		out.Brokers = append(out.Brokers, BrokerStatus{ID: id, KafkaAddr: b.KafkaAddr, AdminAddr: b.AdminAddr, Alive: b.Alive})

@@ -94,7 +94,7 @@ func (n *Node) alterTopic(ctx context.Context, resourceType kmsg.ConfigResourceT
 	if validateOnly {
 		res = n.meta.Try(cmd)
 	} else {
-		res, err = n.proposeMeta(ctx, cmd)
+		res, err = n.ctl.Propose(ctx, cmd)
 	}
 	return coordinator.KafkaError(firstErr(metaKafkaError(err), res.Err))
 }

@@ -176,17 +176,6 @@ func (c *Config) advertisedKafka() (string, error) {
 	return addr, nil
 }
 
-// metadataVoters returns the ids that vote in group 0: the first 1, 3 or 5
-// node ids in order.
-func (c *Config) metadataVoters() []uint64 {
-	ids := c.nodeIDs()
-	n := min(len(ids), 5)
-	if n%2 == 0 {
-		n--
-	}
-	return ids[:n]
-}
-
 func (c *Config) nodeIDs() []uint64 {
 	ids := make([]uint64, 0, len(c.InitialCluster))
 	for id := range c.InitialCluster {

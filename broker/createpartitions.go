@@ -27,7 +27,7 @@ func (n *Node) serveCreatePartitions(c *kafka.Conn, req *kafka.Request) kafka.Pe
 			if r.ValidateOnly {
 				res = n.meta.Try(cmd)
 			} else {
-				res, err = n.proposeMeta(ctx, cmd)
+				res, err = n.ctl.Propose(ctx, cmd)
 			}
 			if err = firstErr(metaKafkaError(err), res.Err); err != nil {
 				out.ErrorCode, out.ErrorMessage = coordinator.KafkaError(err)

@@ -44,7 +44,7 @@ func (n *Node) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopi
 	if validateOnly {
 		res = n.meta.Try(&coordinator.Command{CreateTopic: cmd})
 	} else {
-		res, err = n.proposeMeta(ctx, &coordinator.Command{CreateTopic: cmd})
+		res, err = n.ctl.Propose(ctx, &coordinator.Command{CreateTopic: cmd})
 	}
 	if err = firstErr(metaKafkaError(err), res.Err); err != nil {
 		out.ErrorCode, out.ErrorMessage = coordinator.KafkaError(err)

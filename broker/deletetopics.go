@@ -53,7 +53,7 @@ func (n *Node) deleteTopic(ctx context.Context, rt kmsg.DeleteTopicsRequestTopic
 	}
 	name := t.Name
 	out.Topic, out.TopicID = &name, t.ID
-	res, err := n.proposeMeta(ctx, &coordinator.Command{DeleteTopic: &coordinator.DeleteTopic{Name: name}})
+	res, err := n.ctl.Propose(ctx, &coordinator.Command{DeleteTopic: &coordinator.DeleteTopic{Name: name}})
 	if err = firstErr(metaKafkaError(err), res.Err); err != nil {
 		out.ErrorCode, out.ErrorMessage = coordinator.KafkaError(err)
 	}

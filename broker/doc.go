@@ -68,13 +68,13 @@
 //
 // # Goroutines
 //
-// Loops started by New: register (broker registration), reconcile (local
-// replicas follow the metadata), leader-hints, metadata-leader (learners of
-// group 0, broker liveness), retention, leader-balance and groups (the
-// consumer group coordinators of the offsets partitions led here); and,
-// per new partition whose preferred leader is this node, stand-first.
-// Each ends when Close cancels the node's context, and Close waits for
-// them. Work a request or a loop starts on its own goroutine (a produce's
+// The control plane's loops (register, reconcile, leader-hints,
+// metadata-leader, leader-balance) are coordinator.Controller's; it calls
+// the node's reconcile (reconcile.go) and sees its replicas as
+// coordinator.LocalReplica (loops.go). Close stops the controller first,
+// then the node's own goroutines, which Close waits for (goTracked): the
+// retention and groups loops, a coordinator's activation and ticks, and,
+// per new partition whose preferred leader is this node, stand-first. Work a request or a loop starts on its own goroutine (a produce's
 // waits, a fetch's long poll, a coordinator's activation) ends with the
 // request's context or when the raft host stops, which fails every
 // pending proposal with ErrStopped; raftReplication.track's goroutines end

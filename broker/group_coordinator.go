@@ -113,7 +113,7 @@ func (n *Node) requestOffsetsTopic() {
 	go func() {
 		ctx, cancel := context.WithTimeout(n.ctx, 3*time.Second)
 		defer cancel()
-		res, err := n.proposeMeta(ctx, &coordinator.Command{CreateTopic: cmd})
+		res, err := n.ctl.Propose(ctx, &coordinator.Command{CreateTopic: cmd})
 		if err == nil && res.Err == nil {
 			n.log.Info("created the consumer offsets topic", "partitions", cmd.Partitions, "replication_factor", rf)
 		}
@@ -130,15 +130,15 @@ func (n *Node) driveCoordinator(ctx context.Context, r *replica) {
 			op.coord.Deactivate()
 		}
 		if op.loading.CompareAndSwap(false, true) {
-			go n.activateCoordinator(ctx, r, uint64(st.Epoch))
+			n.goTracked(func() { n.activateCoordinator(ctx, r, uint64(st.Epoch)) })
 		}
 	case !st.IsLeader && active:
 		op.coord.Deactivate()
 	case active && op.ticking.CompareAndSwap(false, true):
-		go func() {
+		n.goTracked(func() {
 			defer op.ticking.Store(false)
 			op.coord.Tick()
-		}()
+		})
 	}
 }
 

@@ -52,7 +52,7 @@ func (n *Node) nextProducerID(ctx context.Context) (int64, error) {
 	n.pids.mu.Lock()
 	defer n.pids.mu.Unlock()
 	if n.pids.next >= n.pids.stop {
-		res, err := n.proposeMeta(ctx, &coordinator.Command{AllocateProducerIDs: &coordinator.AllocateProducerIDs{Node: n.cfg.NodeID, Count: producerIDBlock}})
+		res, err := n.ctl.Propose(ctx, &coordinator.Command{AllocateProducerIDs: &coordinator.AllocateProducerIDs{Node: n.cfg.NodeID, Count: producerIDBlock}})
 		if err == nil {
 			err = res.Err
 		}

@@ -123,7 +123,7 @@ func splitHostPort(addr string) (string, int32) {
 // controllerID is the metadata group's leader, which serves admin
 // requests best (any node forwards them).
 func (n *Node) controllerID() int32 {
-	if l := n.group.Status().Leader; l != 0 {
+	if l := n.ctl.Leader(); l != 0 {
 		return int32(l)
 	}
 	return -1
@@ -197,7 +197,7 @@ func (n *Node) autoCreate(names []string) {
 	for _, name := range names {
 		rf := min(n.cfg.DefaultReplicationFactor, int16(max(1, liveBrokers(n.meta.View()))))
 		c := &coordinator.CreateTopic{Name: name, ID: newTopicID(), Partitions: n.cfg.DefaultPartitions, ReplicationFactor: rf, RefuseCollision: true}
-		if res, err := n.proposeMeta(ctx, &coordinator.Command{CreateTopic: c}); err != nil || res.Err != nil {
+		if res, err := n.ctl.Propose(ctx, &coordinator.Command{CreateTopic: c}); err != nil || res.Err != nil {
 			n.log.Info("auto-create topic", "topic", name, "err", err, "result", res.Err)
 		}
 	}

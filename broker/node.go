@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -29,10 +28,10 @@ type Node struct {
 	// incarnation names this data dir (node.json); peers check it.
 	incarnation string
 
-	peer  *peer.Transport
-	host  *raftgroup.Host
-	meta  *coordinator.Metadata
-	group *raftgroup.Group // group 0
+	peer *peer.Transport
+	host *raftgroup.Host
+	meta *coordinator.Metadata
+	ctl  *coordinator.Controller // group 0 and the control plane's loops
 
 	kafka   *kafka.Server
 	admin   *http.Server
@@ -87,7 +86,7 @@ func (n *Node) start() error {
 	if err := n.startRaft(); err != nil {
 		return err
 	}
-	if err := n.startMetadataGroup(); err != nil {
+	if err := n.startController(); err != nil {
 		return err
 	}
 	if err := n.startKafka(); err != nil {
@@ -96,12 +95,9 @@ func (n *Node) start() error {
 	if err := n.startAdmin(); err != nil {
 		return err
 	}
-	n.goLoop("register", n.registerLoop)
-	n.goLoop("reconcile", n.reconcileLoop)
-	n.goLoop("leader-hints", n.hintLoop)
-	n.goLoop("metadata-leader", n.metadataLeaderLoop)
+	_, peerAddr, adminAddr := n.Addrs()
+	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr, Incarnation: n.incarnation})
 	n.goLoop("retention", n.retentionLoop)
-	n.goLoop("leader-balance", n.leaderBalanceLoop)
 	n.goLoop("groups", n.groupsLoop)
 	n.log.Info("node started", "kafka", n.kafka.Addr(), "peer", n.peer.Addr(), "admin", n.adminLn.Addr(),
 		"cluster", n.cfg.ClusterID, "fsync", n.cfg.Fsync)
@@ -145,22 +141,23 @@ func (n *Node) startRaft() error {
 	return nil
 }
 
-// startMetadataGroup opens group 0: the first 1, 3 or 5 nodes bootstrap it
-// as voters; any other node joins it empty and is added as a learner by
-// the metadata leader.
-func (n *Node) startMetadataGroup() error {
-	// The metadata log is fsynced whatever --fsync says (raftgroup.GroupConfig.AlwaysFsync).
-	gc := raftgroup.GroupConfig{ID: coordinator.MetadataGroup, StateMachine: n.meta, ForwardProposals: true, AlwaysFsync: true}
-	if voters := n.cfg.metadataVoters(); slices.Contains(voters, n.cfg.NodeID) {
-		gc.Peers = voters
-	} else {
-		gc.Join = true
-	}
-	g, err := n.host.CreateGroup(gc)
+// startController opens group 0 (coordinator.NewController); its loops
+// start once the node listens.
+func (n *Node) startController() error {
+	c, err := coordinator.NewController(coordinator.ControllerConfig{
+		NodeID: n.cfg.NodeID, Host: n.host, Metadata: n.meta, Nodes: n.cfg.nodeIDs(),
+		DeadAfter:             3 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval,
+		LeaderBalanceInterval: n.cfg.LeaderBalanceInterval,
+		Connected:             func(id uint64) bool { return n.peer.Stats().Peers[id].Connected },
+		Local:                 n.localReplicas,
+		Reconcile:             n.reconcile,
+		ReconcileInterval:     5 * time.Second,
+		Logger:                n.log.With("component", "controller"),
+	})
 	if err != nil {
-		return fmt.Errorf("metadata group: %w", err)
+		return err
 	}
-	n.group = g
+	n.ctl = c
 	return nil
 }
 
@@ -201,6 +198,18 @@ func (n *Node) goLoop(name string, fn func(ctx context.Context)) {
 	}()
 }
 
+// goTracked runs fn on its own goroutine, which Close waits for. Only a
+// goroutine that ends before Close's Wait begins may call it (the node's
+// loops and what goTracked started, or the controller's loops, which
+// Close stops first), so that no Add races with that Wait.
+func (n *Node) goTracked(fn func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		fn()
+	}()
+}
+
 // Close stops the node: listeners first, then the loops, the partition
 // replicas and the raft host.
 func (n *Node) Close() error {
@@ -220,6 +229,9 @@ func (n *Node) Close() error {
 	}
 	if n.admin != nil {
 		errs = append(errs, n.admin.Close())
+	}
+	if n.ctl != nil {
+		n.ctl.Close() // first: its reconcile opens replicas, which may goTracked
 	}
 	n.wg.Wait()
 	if n.host != nil {

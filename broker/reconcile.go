@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,23 +10,11 @@ import (
 	"github.com/raftq/raftq/coordinator"
 )
 
-// reconcileLoop keeps the local replicas equal to what the metadata
-// places on this node: it opens the missing ones and removes those of
-// deleted topics, whenever the metadata changes (and every few seconds, to
-// retry what failed).
-func (n *Node) reconcileLoop(ctx context.Context) {
-	for {
-		changed := n.meta.Changed()
-		n.reconcile(n.meta.View())
-		select {
-		case <-changed:
-		case <-time.After(5 * time.Second):
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
+// reconcile keeps the local replicas equal to what the metadata places
+// on this node: it opens the missing ones, removes those of deleted
+// topics and brings open ones to their topic's configs. The controller's
+// reconcile loop calls it on every metadata change, and every few seconds
+// to retry what failed.
 func (n *Node) reconcile(s *coordinator.State) {
 	want := map[uint64]coordinator.PartitionRef{}
 	for _, ref := range s.PartitionsOf(n.cfg.NodeID) {

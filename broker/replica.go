@@ -29,7 +29,6 @@ type replica struct {
 	gid     uint64
 	dir     string
 	lead    leaderView // the replication of either kind
-	hinted  uint64     // last epoch reported as a leadership hint (hint loop only)
 
 	data    *dataPartition
 	offsets *offsetsPartition

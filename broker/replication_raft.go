@@ -106,7 +106,7 @@ func (n *Node) openRaftGroup(ref coordinator.PartitionRef, machine raftgroup.Sta
 		// A brand-new group (raft bootstraps it at term 1): let the
 		// preferred leader stand first, so that leaders spread as
 		// placement intended and no leader balance moves them later.
-		n.goLoop("stand-first", func(ctx context.Context) { n.standFirst(ctx, g) })
+		n.goTracked(func() { n.standFirst(n.ctx, g) })
 	}
 	return &raftGroup{host: n.host, g: g}, nil
 }

@@ -28,6 +28,18 @@
 // entries without it replay as before. Nodes of different versions must
 // not share a cluster: an older one would ignore the new fields.
 //
+// Controller is a node's part in the control plane: it opens group 0 on
+// the node's raft host and runs the loops that act on the metadata:
+// registration (re-proposed whenever the registration differs), reconcile
+// (the node's hook that opens and removes its replicas, on every change),
+// leadership hints of the partitions the node leads, the metadata
+// leader's housekeeping (learners beyond the 1, 3 or 5 voters, broker
+// liveness from the transport) and leader balance (leadership back to the
+// preferred replica). It sees the node's replicas only as LocalReplica,
+// and the transport only as Connected. Its proposals fail with
+// ErrNoController when no group-0 leader took them. Close stops and waits
+// for every loop it started.
+//
 // Goroutines: Metadata's Apply, Snapshot and Restore run on group 0's
 // goroutine; readers take a consistent copy with View (an atomic pointer to
 // an immutable State). Metadata.mu guards only the channel Changed returns

@@ -1,0 +1,190 @@
+package coordinator
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// registerLoop registers this broker in the metadata, and again whenever
+// the registration there differs (a restart with new addresses, or a
+// snapshot that predates it).
+func (c *Controller) registerLoop(ctx context.Context, me Broker) {
+	m := c.cfg.Metadata
+	for {
+		changed := m.Changed()
+		if b, ok := m.View().Brokers[me.ID]; !ok || b.KafkaAddr != me.KafkaAddr || b.PeerAddr != me.PeerAddr ||
+			b.AdminAddr != me.AdminAddr || b.Incarnation != me.Incarnation {
+			res, err := c.ProposeRetry(ctx, &Command{RegisterBroker: &me})
+			switch {
+			case err == nil && res.Err == nil:
+				c.log.Info("registered broker", "kafka", me.KafkaAddr)
+			case err == nil:
+				c.log.Error("broker registration refused", "err", res.Err)
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// reconcileLoop has the node's replicas follow the metadata: on every
+// change, and every ReconcileInterval to retry what failed.
+func (c *Controller) reconcileLoop(ctx context.Context) {
+	m := c.cfg.Metadata
+	for {
+		changed := m.Changed()
+		c.cfg.Reconcile(m.View())
+		select {
+		case <-changed:
+		case <-time.After(c.cfg.ReconcileInterval):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// hintLoop reports the partitions this node leads to the metadata group,
+// so that every node's Metadata answers name the leader.
+func (c *Controller) hintLoop(ctx context.Context) {
+	hinted := map[uint64]uint64{} // group -> last term reported (this loop only)
+	every(ctx, 100*time.Millisecond, func() { c.reportLeadership(ctx, hinted) })
+}
+
+// every calls fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			fn()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *Controller) reportLeadership(ctx context.Context, hinted map[uint64]uint64) {
+	var hints []LeaderHint
+	st := c.cfg.Metadata.View()
+	local := map[uint64]bool{}
+	for _, r := range c.cfg.Local() {
+		gid := r.Group()
+		local[gid] = true
+		leader, term := r.LeaderTerm()
+		if !leader || term <= hinted[gid] {
+			continue
+		}
+		if ref, ok := st.PartitionByGroup(gid); ok && ref.Partition.Leader == c.cfg.NodeID && ref.Partition.LeaderTerm == term {
+			hinted[gid] = term
+			continue
+		}
+		hints = append(hints, LeaderHint{Group: gid, Leader: c.cfg.NodeID, Term: term})
+	}
+	for gid := range hinted {
+		if !local[gid] {
+			delete(hinted, gid) // a replica closed here; if it comes back, it reports again
+		}
+	}
+	if len(hints) == 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := c.Propose(pctx, &Command{LeaderHints: hints}); err != nil {
+		return // retried next tick
+	}
+	for _, h := range hints {
+		hinted[h.Group] = h.Term
+	}
+}
+
+// metadataLeaderLoop does the metadata leader's housekeeping: it adds
+// nodes beyond the voters as learners of group 0 and marks brokers alive
+// or dead by whether this node hears from them.
+func (c *Controller) metadataLeaderLoop(ctx context.Context) {
+	lastHeard := map[uint64]time.Time{}
+	every(ctx, 250*time.Millisecond, func() {
+		if !c.group.Status().IsLeader() {
+			clear(lastHeard)
+			return
+		}
+		c.addLearners(ctx)
+		c.updateLiveness(ctx, lastHeard)
+	})
+}
+
+func (c *Controller) addLearners(ctx context.Context) {
+	members := c.group.Status().Members()
+	for _, id := range c.cfg.Nodes {
+		if slices.Contains(members, id) {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		if p, err := c.group.ProposeConfChange(pctx, learnerChange(id)); err == nil {
+			_, err = p.Wait(pctx)
+			c.log.Info("added metadata learner", "id", id, "err", err)
+		}
+		cancel()
+		return // one change at a time
+	}
+}
+
+// learnerChange adds id to a group as a learner.
+func learnerChange(id uint64) *raftpb.ConfChangeV2 {
+	return &raftpb.ConfChangeV2{Changes: []*raftpb.ConfChangeSingle{
+		{Type: raftpb.ConfChangeAddLearnerNode.Enum(), NodeId: proto.Uint64(id)},
+	}}
+}
+
+func (c *Controller) updateLiveness(ctx context.Context, lastHeard map[uint64]time.Time) {
+	now := time.Now()
+	for id, b := range c.cfg.Metadata.View().Brokers {
+		if id == c.cfg.NodeID || c.cfg.Connected(id) {
+			lastHeard[id] = now
+		} else if _, ok := lastHeard[id]; !ok {
+			lastHeard[id] = now // grace period from when we became leader
+		}
+		alive := now.Sub(lastHeard[id]) < c.cfg.DeadAfter
+		if alive == b.Alive {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := c.Propose(pctx, &Command{SetAlive: &SetAlive{ID: id, Alive: alive}})
+		cancel()
+		c.log.Info("broker liveness", "id", id, "alive", alive, "err", err)
+	}
+}
+
+// leaderBalanceLoop hands leadership of each partition this node leads
+// back to the partition's preferred replica (its first, spread evenly by
+// placement) when that replica is alive, so that produce load spreads over
+// the nodes after failovers, as Kafka's automatic leader rebalance does.
+func (c *Controller) leaderBalanceLoop(ctx context.Context) {
+	every(ctx, c.cfg.LeaderBalanceInterval, func() { c.balanceLeaders(ctx) })
+}
+
+func (c *Controller) balanceLeaders(ctx context.Context) {
+	st := c.cfg.Metadata.View()
+	for _, r := range c.cfg.Local() {
+		ref, ok := st.PartitionByGroup(r.Group())
+		if leader, _ := r.LeaderTerm(); !ok || !leader {
+			continue
+		}
+		preferred := ref.Partition.Replicas[0]
+		if b, alive := st.Brokers[preferred]; preferred == c.cfg.NodeID || !alive || !b.Alive {
+			continue
+		}
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := r.TransferLeadership(tctx, preferred)
+		cancel()
+		c.log.Info("leader balance", "group", r.Group(), "to", preferred, "err", err)
+	}
+}

@@ -1,0 +1,179 @@
+package coordinator
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// noNet is the transport of a one-node host: there is nobody to send to.
+type noNet struct{}
+
+func (noNet) Send(uint64, []raftgroup.Envelope) bool { return true }
+func (noNet) SendSnapshot(_ uint64, _ raftgroup.Envelope, body io.ReadCloser, done func(error)) {
+	if body != nil {
+		_ = body.Close()
+	}
+	done(nil)
+}
+
+// fakeLocal is a partition replica the controller sees on its node.
+type fakeLocal struct {
+	group uint64
+	mu    sync.Mutex
+	term  uint64 // leading at term; 0: not leading
+	moved []uint64
+}
+
+func (f *fakeLocal) Group() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.group
+}
+func (f *fakeLocal) LeaderTerm() (bool, uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.term != 0, f.term
+}
+func (f *fakeLocal) TransferLeadership(_ context.Context, to uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.moved = append(f.moved, to)
+	return nil
+}
+func (f *fakeLocal) transfers() []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]uint64(nil), f.moved...)
+}
+
+// newTestController starts a controller on a one-node raft host with a
+// real WAL (node 1, group 0's only voter).
+func newTestController(t *testing.T, mod func(*ControllerConfig)) *Controller {
+	t.Helper()
+	hc := raftgroup.DefaultConfig()
+	hc.NodeID, hc.DataDir, hc.Transport = 1, t.TempDir(), noNet{}
+	hc.TickInterval, hc.ElectionTicks = 10*time.Millisecond, 10
+	h, err := raftgroup.NewHost(hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ControllerConfig{NodeID: 1, Host: h, Metadata: NewMetadata(), Nodes: []uint64{1},
+		DeadAfter: 200 * time.Millisecond, Connected: func(uint64) bool { return true },
+		Local: func() []LocalReplica { return nil }, Reconcile: func(*State) {}, ReconcileInterval: time.Second}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := NewController(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		_ = h.Close()
+	})
+	c.Start(Broker{ID: 1, KafkaAddr: "127.0.0.1:9092"})
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func mustPropose(t *testing.T, c *Controller, cmd *Command) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.ProposeRetry(ctx, cmd)
+	if err != nil || res.Err != nil {
+		t.Fatalf("propose %+v: %v %v", cmd, err, res.Err)
+	}
+}
+
+// The controller registers its broker, reports the partitions its node
+// leads as leadership hints, and hands leadership back to an alive
+// preferred replica.
+func TestController_RegistersHintsAndBalances(t *testing.T) {
+	local := &fakeLocal{term: 3}
+	reconciled := make(chan *State, 100)
+	c := newTestController(t, func(cfg *ControllerConfig) {
+		cfg.Local = func() []LocalReplica { return []LocalReplica{local} }
+		cfg.Reconcile = func(s *State) {
+			select {
+			case reconciled <- s:
+			default:
+			}
+		}
+		cfg.LeaderBalanceInterval = 20 * time.Millisecond
+	})
+	m := c.cfg.Metadata
+	waitFor(t, "the registration", func() bool { b, ok := m.View().Brokers[1]; return ok && b.Alive })
+	mustPropose(t, c, &Command{RegisterBroker: &Broker{ID: 2, KafkaAddr: "127.0.0.1:9093"}})
+	mustPropose(t, c, &Command{CreateTopic: &CreateTopic{Name: "t", ID: [16]byte{1}, Partitions: 1, ReplicationFactor: 2,
+		Assignment: [][]uint64{{2, 1}}}})
+	ref, ok := m.View().PartitionByGroup(m.View().Topics["t"].Partitions[0].Group)
+	if !ok {
+		t.Fatal("no partition")
+	}
+	local.mu.Lock()
+	local.group = ref.Partition.Group
+	local.mu.Unlock()
+	waitFor(t, "the leadership hint", func() bool {
+		p := m.View().Topics["t"].Partitions[0]
+		return p.Leader == 1 && p.LeaderTerm == 3
+	})
+	waitFor(t, "a transfer to the preferred replica", func() bool { return len(local.transfers()) > 0 })
+	if got := local.transfers()[0]; got != 2 {
+		t.Errorf("leadership handed to %d, want the preferred replica 2", got)
+	}
+	select {
+	case s := <-reconciled:
+		if s == nil {
+			t.Error("reconciled a nil state")
+		}
+	default:
+		t.Error("the controller never reconciled")
+	}
+}
+
+// The metadata leader marks a broker it does not hear from dead after
+// DeadAfter, and alive again once it does.
+func TestController_MarksUnheardBrokersDead(t *testing.T) {
+	var mu sync.Mutex
+	connected := false
+	c := newTestController(t, func(cfg *ControllerConfig) {
+		cfg.Connected = func(id uint64) bool { mu.Lock(); defer mu.Unlock(); return connected }
+	})
+	m := c.cfg.Metadata
+	mustPropose(t, c, &Command{RegisterBroker: &Broker{ID: 2, KafkaAddr: "127.0.0.1:9093"}})
+	waitFor(t, "broker 2 marked dead", func() bool { b := m.View().Brokers[2]; return b != nil && !b.Alive })
+	if b := m.View().Brokers[1]; b == nil || !b.Alive {
+		t.Error("the controller's own broker was marked dead")
+	}
+	mu.Lock()
+	connected = true
+	mu.Unlock()
+	waitFor(t, "broker 2 alive again", func() bool { return m.View().Brokers[2].Alive })
+}
+
+func TestVoters(t *testing.T) {
+	for _, c := range []struct {
+		nodes []uint64
+		want  int
+	}{{[]uint64{1}, 1}, {[]uint64{2, 1}, 1}, {[]uint64{3, 1, 2}, 3}, {[]uint64{1, 2, 3, 4}, 3}, {[]uint64{1, 2, 3, 4, 5, 6, 7}, 5}} {
+		if got := Voters(c.nodes); len(got) != c.want || got[0] != 1 {
+			t.Errorf("Voters(%v) = %v, want the first %d in order", c.nodes, got, c.want)
+		}
+	}
+}
