@@ -115,11 +115,14 @@
 //
 // # Report
 //
-// WriteReport (and Run) write into a directory: history.jsonl,
-// results.json, latency.png (latency by invocation time, split by f and
+// Run writes into a directory: history.jsonl (streamed while the run
+// goes), then results.json, latency.png (latency by invocation time, split by f and
 // ok/fail/info), throughput.png (completions per second), unseen.png, with
 // nemesis intervals shaded, porcupine visualizations of illegal partitions,
-// and index.html tying them together with the anomaly examples.
+// and index.html tying them together with the anomaly examples. Recheck
+// (the `raftq jepsen check` command) checks a directory's history.jsonl
+// again and rewrites everything else; the same history and CheckConfig
+// give the same verdicts, unless porcupine's timeout decided a partition.
 //
 // # Nemesis
 //

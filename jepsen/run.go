@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, errors.Join(runErr, err)
 	}
-	if err := writeReport(cfg.ReportDir, h, res, false); err != nil {
+	if err := writeReport(cfg.ReportDir, h, res); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
 	log.Info("jepsen run checked", "verdict", res.Verdict, "summary", res.Summary(), "report", cfg.ReportDir)
