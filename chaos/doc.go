@@ -80,10 +80,11 @@
 //
 // # Prerequisites
 //
-// Root, ip and iptables (partitions), /dev/fuse (lazyfs). Available says
-// what is missing and how to install it (apt-get install iproute2
-// iptables fuse3). The tests fail when one is missing; outside CI,
-// RAFTQ_SKIP_PRIVILEGED=1 turns that into a skip (chaos/internal/testenv).
+// Root, ip and iptables (partitions), /dev/fuse (lazyfs).
+// netns.Available and lazyfs.Available say what is missing and how to
+// install it (apt-get install iproute2 iptables fuse3). The tests fail
+// when one is missing; outside CI, RAFTQ_SKIP_PRIVILEGED=1 turns that
+// into a skip (chaos/internal/testenv).
 //
 // # Departures from the shared design
 //
