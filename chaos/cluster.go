@@ -241,12 +241,10 @@ func (c *Cluster) prepareDirs(n Node) error {
 	if !c.cfg.LazyFS {
 		return os.MkdirAll(n.DataDir, 0o755)
 	}
-	fsys, err := lazyfs.Mount(lazyfs.Config{
-		Backing:     filepath.Join(n.Dir, "durable"),
-		Mountpoint:  n.DataDir,
-		SyncBacking: c.cfg.LazyFSSyncBacking,
-		Logger:      c.log,
-	})
+	lc := lazyfs.DefaultConfig()
+	lc.Backing, lc.Mountpoint = filepath.Join(n.Dir, "durable"), n.DataDir
+	lc.SyncBacking, lc.Logger = c.cfg.LazyFSSyncBacking, c.log
+	fsys, err := lazyfs.Mount(lc)
 	if err != nil {
 		return err
 	}

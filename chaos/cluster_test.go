@@ -323,7 +323,7 @@ func readMarks(t testing.TB, n Node) string {
 // TestCluster_CloseLeavesNothing checks processes, namespace and mounts
 // are all gone after Close.
 func TestCluster_CloseLeavesNothing(t *testing.T) {
-	testenv.Require(t, Available())
+	testenv.Require(t, errors.Join(netns.Available(), lazyfs.Available()))
 	cfg := echoConfig(t, 2)
 	cfg.Namespace, cfg.LazyFS = true, true
 	c, err := New(context.Background(), cfg)
@@ -365,7 +365,7 @@ func checkGone(t *testing.T, pids []int, ns string, mounts []string) {
 // runs a cluster: its nodes must die with it (parent-death signal), and
 // CleanupStale must remove the namespace and mounts it left.
 func TestCluster_NoOrphansWhenHarnessDies(t *testing.T) {
-	testenv.Require(t, Available())
+	testenv.Require(t, errors.Join(netns.Available(), lazyfs.Available()))
 	cmd := exec.Command(selfBinary(t), t.TempDir())
 	cmd.Env = append(os.Environ(), helperEnv+"=harness")
 	cmd.Stderr = os.Stderr

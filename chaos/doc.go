@@ -52,12 +52,19 @@
 // minority, majority, all, leader) and partition shapes are drawn too.
 // The same config gives the same schedule; each kind draws from its own
 // stream. Faults of one kind never overlap; faults of different kinds
-// may. Run executes it against an Env (a Cluster), reports every step as
-// an Event (kind, phase, nodes, detail, monotonic begin/end) to a
-// callback, and always finishes with a final heal: heal partitions,
-// resume all, start all. Callers that keep their own clock (jepsen's
-// nemesis runner) perform one fault at a time with StartFault and
-// StopFault, which act exactly as Run's steps do.
+// may; Schedule.Validate checks the same of a hand-made schedule.
+//
+// An Executor is the one way a schedule is performed (chaos tests and
+// jepsen's nemesis both use it). Play performs every start and stop at
+// its offset from a given start instant, until the last or until its
+// context is done, announcing each step to an Observer before it acts
+// and reporting it (kind, phase, nodes, detail, monotonic begin/end,
+// error) when done. A leader target or an isolate-leader grudge is
+// resolved when its fault starts. A failed step does not stop the
+// schedule: it is reported, and a failed start counts as active. Heal,
+// after Play, is the final heal: stop every fault still active, most
+// recent first, then heal partitions, resume all and start all; it runs
+// even when the context was canceled and returns what it could not undo.
 //
 // # Cleanup guarantees
 //
@@ -73,10 +80,11 @@
 //
 // # Prerequisites
 //
-// Root, ip and iptables (partitions), /dev/fuse (lazyfs). Available says
-// what is missing and how to install it (apt-get install iproute2
-// iptables fuse3). The tests fail when one is missing; outside CI,
-// RAFTQ_SKIP_PRIVILEGED=1 turns that into a skip (chaos/internal/testenv).
+// Root, ip and iptables (partitions), /dev/fuse (lazyfs).
+// netns.Available and lazyfs.Available say what is missing and how to
+// install it (apt-get install iproute2 iptables fuse3). The tests fail
+// when one is missing; outside CI, RAFTQ_SKIP_PRIVILEGED=1 turns that
+// into a skip (chaos/internal/testenv).
 //
 // # Departures from the shared design
 //
@@ -90,6 +98,7 @@
 // Cluster methods are safe for concurrent use. mu guards the process
 // table and the crash list and is never held while waiting. One reaper
 // goroutine per running process waits for it and closes its log. The
-// spawner goroutine owns the locked thread that forks every node. Run
-// executes steps on the caller's goroutine.
+// spawner goroutine owns the locked thread that forks every node. An
+// Executor has no goroutine and no lock: Play and Heal run steps, and
+// call its Observer, on the caller's goroutine, one call at a time.
 package chaos

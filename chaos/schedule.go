@@ -143,6 +143,29 @@ type Schedule struct {
 	Faults []Fault
 }
 
+// Validate checks what Plan guarantees, for schedules made by hand:
+// each fault's ID is its index, faults are ordered by start, each stops
+// after it starts, and faults of one kind never overlap (a history names
+// a running fault by its kind).
+func (s Schedule) Validate() error {
+	stops := map[Kind]time.Duration{} // kind -> stop of its latest fault
+	for i, f := range s.Faults {
+		switch {
+		case f.ID != i:
+			return fmt.Errorf("chaos: fault %d has id %d", i, f.ID)
+		case i > 0 && f.Start < s.Faults[i-1].Start:
+			return fmt.Errorf("chaos: fault %d starts at %s, before fault %d", i, f.Start, i-1)
+		case f.Start < 0 || f.Stop <= f.Start:
+			return fmt.Errorf("chaos: fault %d runs from %s to %s", i, f.Start, f.Stop)
+		}
+		if stop, ok := stops[f.Kind]; ok && f.Start < stop {
+			return fmt.Errorf("chaos: fault %d (%s) starts at %s, before the previous %s stops", i, f.Kind, f.Start, f.Kind)
+		}
+		stops[f.Kind] = f.Stop
+	}
+	return nil
+}
+
 // Phase is the side of a fault a step or event is about.
 type Phase string
 

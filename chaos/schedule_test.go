@@ -1,14 +1,11 @@
 package chaos
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -80,6 +77,9 @@ func TestPlan_FaultsAreStaggeredWithinTheRun(t *testing.T) {
 		if seen[k] < 10 {
 			t.Errorf("only %d %s faults in 10 minutes", seen[k], k)
 		}
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("planned schedule: %v", err)
 	}
 	steps := s.Steps()
 	if len(steps) != 2*len(s.Faults) || !slices.IsSortedFunc(steps, func(a, b Step) int { return int(a.At - b.At) }) {
@@ -177,123 +177,45 @@ func TestGrudges(t *testing.T) {
 	}
 }
 
-// fakeEnv records calls; its fields override behaviour.
-type fakeEnv struct {
-	mu     sync.Mutex
-	calls  []string
-	leader int
-	kill   func(ids []int) error
-}
-
-func (f *fakeEnv) rec(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, fmt.Sprintf(format, args...))
-}
-
-func (f *fakeEnv) NodeIDs() []int { return []int{1, 2, 3} }
-func (f *fakeEnv) Kill(ctx context.Context, ids ...int) error {
-	f.rec("kill %v", ids)
-	if f.kill != nil {
-		return f.kill(ids)
+func TestSchedule_ValidateRejectsWhatPlanNeverMakes(t *testing.T) {
+	kill := func(id int, start, stop time.Duration) Fault {
+		return Fault{ID: id, Kind: KindKill, Start: start, Stop: stop, Target: TargetOne, Nodes: []int{1}}
 	}
-	return nil
-}
-func (f *fakeEnv) EnsureRunning(ctx context.Context, ids ...int) error {
-	f.rec("start %v", ids)
-	return nil
-}
-func (f *fakeEnv) Pause(ctx context.Context, ids ...int) error  { f.rec("pause %v", ids); return nil }
-func (f *fakeEnv) Resume(ctx context.Context, ids ...int) error { f.rec("resume %v", ids); return nil }
-func (f *fakeEnv) Partition(ctx context.Context, g Grudge) error {
-	f.rec("partition %s", g)
-	return nil
-}
-func (f *fakeEnv) Heal(ctx context.Context) error { f.rec("heal"); return nil }
-func (f *fakeEnv) LoseUnsynced(ctx context.Context) (map[int]LossReport, error) {
-	f.rec("lose")
-	return map[int]LossReport{1: {Files: 1, Bytes: 4096}}, nil
-}
-func (f *fakeEnv) Leader(ctx context.Context) (int, error) { return f.leader, nil }
-
-func TestRun_ExecutesStepsInOrderThenHeals(t *testing.T) {
-	s := Schedule{Faults: []Fault{
-		{ID: 0, Kind: KindKill, Start: 0, Stop: 30 * time.Millisecond, Target: TargetLeader},
-		{ID: 1, Kind: KindPartition, Start: 10 * time.Millisecond, Stop: 40 * time.Millisecond, Shape: ShapeIsolateLeader},
-		{ID: 2, Kind: KindPause, Start: 20 * time.Millisecond, Stop: 50 * time.Millisecond, Target: TargetOne, Nodes: []int{3}},
-		{ID: 3, Kind: KindLoseUnfsynced, Start: 60 * time.Millisecond, Stop: 70 * time.Millisecond},
-	}}
-	env := &fakeEnv{leader: 2, kill: func(ids []int) error { return errors.New("boom") }}
-	var events []Event
-	err := Run(context.Background(), env, s, func(e Event) { events = append(events, e) })
-	if err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("Run error = %v, want the kill failure", err)
+	pause := Fault{ID: 1, Kind: KindPause, Start: 2, Stop: 5, Target: TargetOne, Nodes: []int{2}}
+	good := Schedule{Faults: []Fault{kill(0, 1, 3), pause, kill(2, 3, 4)}}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("good schedule: %v", err)
 	}
-	want := []string{
-		"kill [2]", "partition 1<-[2] 2<-[1 3] 3<-[2]", "pause [3]", "start [2]", "heal", "resume [3]",
-		"lose", "start [1 2 3]", "heal", "resume [1 2 3]", "start [1 2 3]",
+	bad := map[string][]Fault{
+		"wrong id":        {kill(1, 1, 2)},
+		"out of order":    {kill(0, 5, 6), kill(1, 1, 2)},
+		"stops at start":  {kill(0, 1, 1)},
+		"stops before":    {kill(0, 2, 1)},
+		"same kind twice": {kill(0, 1, 3), kill(1, 2, 4)},
+		"negative start":  {kill(0, -1, 1)},
 	}
-	if !reflect.DeepEqual(env.calls, want) {
-		t.Fatalf("calls:\n%q\nwant:\n%q", env.calls, want)
-	}
-	if len(events) != 9 || events[8].Phase != PhaseHeal || events[0].Err != "boom" {
-		t.Fatalf("events: %+v", events)
-	}
-	for i := 1; i < len(events); i++ {
-		if events[i].Offset < events[i-1].Offset || events[i].End.Before(events[i].Begin) {
-			t.Errorf("event %d out of order: %+v", i, events[i])
+	for name, faults := range bad {
+		if err := (Schedule{Faults: faults}).Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }
 
-func TestRun_CancelledStillHeals(t *testing.T) {
-	s := Schedule{Faults: []Fault{{ID: 0, Kind: KindPause, Start: time.Hour, Stop: 2 * time.Hour, Target: TargetAll, Nodes: []int{1, 2, 3}}}}
-	env := &fakeEnv{}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err := Run(ctx, env, s, nil)
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("Run = %v, want context.Canceled", err)
-	}
-	if want := []string{"heal", "resume [1 2 3]", "start [1 2 3]"}; !reflect.DeepEqual(env.calls, want) {
-		t.Fatalf("calls %q, want only the final heal %q", env.calls, want)
-	}
-}
-
-// TestRun_AgainstRealCluster runs a short seeded schedule of every kind
-// on real processes in a namespace and checks the cluster is whole after.
-func TestRun_AgainstRealCluster(t *testing.T) {
-	cfg := echoConfig(t, 3)
-	cfg.Namespace, cfg.LazyFS = true, true
-	c := newCluster(t, cfg)
-	sc := DefaultScheduleConfig()
-	sc.Seed, sc.Duration, sc.Interval = 11, 3*time.Second, 300*time.Millisecond
-	sc.Kinds = []Kind{KindKill, KindPause, KindPartition, KindLoseUnfsynced}
-	sc.Nodes = c.NodeIDs()
-	s := mustPlan(t, sc)
-	var events []Event
-	if err := Run(context.Background(), c, s, func(e Event) { events = append(events, e) }); err != nil {
+func TestScheduleConfig_ValidateRejectsUnknownTargetsAndShapes(t *testing.T) {
+	base := DefaultScheduleConfig()
+	base.Duration, base.Nodes = time.Minute, []int{1, 2, 3}
+	base.Kinds = []Kind{KindKill, KindPartition}
+	if err := base.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(events), 2*len(s.Faults)+1; got != want {
-		t.Fatalf("%d events for %d faults", got, len(s.Faults))
+	bad := base
+	bad.Targets = []Target{TargetOne, "nobody"}
+	if err := bad.Validate(); err == nil {
+		t.Error("unknown target accepted")
 	}
-	kinds := map[Kind]bool{}
-	for _, e := range events {
-		kinds[e.Kind] = true
-	}
-	for _, k := range sc.Kinds {
-		if !kinds[k] {
-			t.Errorf("no %s fault ran in this seed's schedule", k)
-		}
-	}
-	for _, id := range c.NodeIDs() {
-		if !c.Running(id) || c.Paused(id) {
-			t.Errorf("node %d not running after the final heal", id)
-		}
-	}
-	checkGrudge(t, c, Grudge{})
-	if cr := c.Crashes(); len(cr) != 0 {
-		t.Errorf("crashes: %+v", cr)
+	bad = base
+	bad.Shapes = []Shape{"triangle"}
+	if err := bad.Validate(); err == nil {
+		t.Error("unknown shape accepted")
 	}
 }

@@ -21,10 +21,3 @@ func CleanupStale(ctx context.Context, owner int) (namespaces []string, mounts [
 	}
 	return namespaces, mounts, errors.Join(nerr, merr)
 }
-
-// Available reports whether the faults that need privileges can run
-// here: namespaces and iptables (partitions) and FUSE (lose-unfsynced).
-// The error says what to install.
-func Available() error {
-	return errors.Join(netns.Available(), lazyfs.Available())
-}

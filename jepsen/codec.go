@@ -54,20 +54,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// WriteJSONL writes h as JSON lines, one operation a line.
-func (h History) WriteJSONL(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	for i := range h {
-		if err := writeOp(bw, &h[i]); err != nil {
-			return err
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write history: %w", err)
-	}
-	return nil
-}
-
+// writeOp writes op as one JSON line: the history.jsonl format.
 func writeOp(w io.Writer, op *Op) error {
 	b, err := json.Marshal(op)
 	if err != nil {
@@ -80,7 +67,7 @@ func writeOp(w io.Writer, op *Op) error {
 	return nil
 }
 
-// ReadHistory decodes JSON lines written by WriteJSONL or a Recorder. Blank
+// ReadHistory decodes JSON lines written by a Recorder (writeOp). Blank
 // lines are skipped. Every op must be well formed (see Op.Check), indexes
 // must count up from 0 and times must not go backwards. A history cut off
 // mid-run (invocations without completions) decodes fine; Check treats the

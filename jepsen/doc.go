@@ -115,20 +115,30 @@
 //
 // # Report
 //
-// WriteReport (and Run) write into a directory: history.jsonl,
-// results.json, latency.png (latency by invocation time, split by f and
+// Run writes into a directory: history.jsonl (streamed while the run
+// goes), then results.json, latency.png (latency by invocation time, split by f and
 // ok/fail/info), throughput.png (completions per second), unseen.png, with
 // nemesis intervals shaded, porcupine visualizations of illegal partitions,
-// and index.html tying them together with the anomaly examples.
+// and index.html tying them together with the anomaly examples. Recheck
+// (the `raftq jepsen check` command) checks a directory's history.jsonl
+// again and rewrites everything else; the same history and CheckConfig
+// give the same verdicts, unless porcupine's timeout decided a partition.
 //
 // # Nemesis
 //
-// The package defines the Nemesis it needs (Start and Stop of a named
-// fault) and a Schedule of steps; chaos/ supplies the implementation. Run
-// performs the schedule, records each step on NemesisProcess (ok, or info
-// when the call failed), stops every running fault after the workload (the
-// final heal, even when the context was canceled), calls Config.Recover, and
-// only then does the final reads.
+// Faults come from chaos: Config.Faults is a chaos.Env (a chaos.Cluster,
+// or a fake in tests) and Config.Schedule a chaos.Schedule. Run plays the
+// schedule with a chaos.Executor, the one fault executor, its offsets
+// counted from the history's time 0, while the workload runs. Each start
+// and stop is recorded on NemesisProcess, named by the fault's kind: the
+// invoke just before it acts, the completion ok, or info when it failed
+// (the fault may be half applied). When the workload ends Run stops the
+// schedule and calls the executor's Heal, even when the context was
+// canceled: every fault still active is stopped (recorded as above, most
+// recent first), then partitions are healed and every node resumed and
+// started (not recorded in the history, which has no fault to name).
+// Config.OnFault sees every step, the final heal too. Then Run calls
+// Config.Recover, and only then does the final reads.
 //
 // # Running against raftq
 //
@@ -140,8 +150,7 @@
 //     lose-unfsynced nemesis); then chaos.CleanupStale removes namespaces
 //     and mounts that dead runs left.
 //  2. chaos.Plan draws the fault schedule from the seed (kinds, interval,
-//     kill/pause targets, partition shapes); ScheduleFromChaos turns it
-//     into the run's start/stop steps, named by kind.
+//     kill/pause targets, partition shapes).
 //  3. chaos.New makes a private network namespace and N nodes, each
 //     `raftq server` with chaos.ServerArgs (cluster id "jepsen", the
 //     --fsync policy, --unsafe-ack-before-commit when asked, any extra
@@ -152,17 +161,18 @@
 //     Cluster.DialContext (kgo.Dialer) and refresh metadata at most every
 //     250 ms after errors (kgo's default of 5 s would leave every client
 //     stuck on a killed leader). The topic is created with the asked
-//     partitions and replication factor. ChaosNemesis performs the steps
-//     (chaos.StartFault, chaos.StopFault) and records each one with the
-//     nodes it hit.
-//  5. Recover is the final heal: heal partitions, resume every node,
-//     start every node that is down, then wait until every node sees all
-//     brokers alive and every partition of the topic has a leader. Then
-//     the final reads, the checks and the report.
+//     partitions and replication factor. The executor acts on the
+//     cluster, and every step it takes goes, with the nodes it hit, into
+//     nemesis.json and the log.
+//  5. The executor's final heal (heal partitions, resume every node,
+//     start every node that is down) runs with or without faults; then
+//     Recover waits until every node sees all brokers alive and every
+//     partition of the topic has a leader. Then the final reads, the
+//     checks and the report.
 //  6. The cluster is closed (processes killed, lazyfs unmounted, the
 //     namespace deleted) even on failure; nemesis.json records the
-//     schedule, every fault step and every node exit the harness did not
-//     cause. The nodes' logs stay in <report>/cluster/node-N.log, their data
+//     schedule, every fault step (the final heal last) and every node
+//     exit the harness did not cause. The nodes' logs stay in <report>/cluster/node-N.log, their data
 //     dirs are removed unless KeepData.
 //
 // Address plan: inside the namespace lo holds 127.0.0.0/8; node i binds
@@ -204,10 +214,9 @@
 // A producer's ProduceSync runs in a helper goroutine so a silent broker
 // cannot stall the worker; that goroutine ends when the client is closed.
 // kgo's group callbacks touch only the consumer's rebalance list, under its
-// mutex. Run adds one goroutine for the nemesis schedule; Start and Stop are
-// never called concurrently. ChaosNemesis guards its fault queue and event
-// list with one mutex (a leaf), since Events may be read from another
-// goroutine. Check runs porcupine on up to GOMAXPROCS
+// mutex. Run adds one goroutine that plays the fault schedule; the final
+// heal runs on Run's goroutine after that one has ended, so the executor,
+// its observer and OnFault are never called concurrently. Check runs porcupine on up to GOMAXPROCS
 // partitions at once; everything else in Check is single-threaded.
 //
 // # Departures

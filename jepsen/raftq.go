@@ -224,29 +224,27 @@ func runOnCluster(ctx context.Context, cfg RaftqConfig, c *chaos.Cluster, out *R
 	// kgo refreshes metadata at most every 5 s by default, which would
 	// leave every client stuck on a killed leader for that long.
 	w.ClientOpts = append(slices.Clone(w.ClientOpts), kgo.Dialer(c.DialContext), kgo.MetadataMinAge(metadataMinAge))
-	var nem *ChaosNemesis
-	if len(out.Schedule.Faults) > 0 {
-		nem = NewChaosNemesis(c, out.Schedule, log.With("component", "nemesis"))
-		rc.Nemesis, rc.Schedule = nem, ScheduleFromChaos(out.Schedule)
+	flog := log.With("component", "nemesis")
+	rc.Faults, rc.Schedule = c, out.Schedule
+	rc.OnFault = func(ev chaos.Event) {
+		fe := faultEvent(ev)
+		if fe.Err != "" {
+			flog.Warn("nemesis step failed", "kind", fe.Kind, "phase", fe.Phase, "detail", fe.Detail, "err", fe.Err)
+		} else {
+			flog.Info("nemesis", "kind", fe.Kind, "phase", fe.Phase, "detail", fe.Detail, "took", fe.Took)
+		}
+		out.Faults = append(out.Faults, fe) // read only after Run returns
 	}
 	rc.Recover = func(ctx context.Context) error { return recoverCluster(ctx, c, cfg) }
 	res, err := Run(ctx, rc)
 	out.Results = res
-	if nem != nil {
-		out.Faults = nem.Events()
-	}
 	return err
 }
 
-// recoverCluster is the final heal: heal every partition, resume every
-// paused node, start every node that is down, then wait until every node
-// sees all brokers alive and every partition of the topic has a leader.
+// recoverCluster runs after the nemesis' final heal: it waits until
+// every node sees all brokers alive and every partition of the topic has
+// a leader.
 func recoverCluster(ctx context.Context, c *chaos.Cluster, cfg RaftqConfig) error {
-	ctx = context.WithoutCancel(ctx)
-	ids := c.NodeIDs()
-	if err := errors.Join(c.Heal(ctx), c.Resume(ctx, ids...), c.EnsureRunning(ctx, ids...)); err != nil {
-		return fmt.Errorf("final heal: %w", err)
-	}
 	w := cfg.Run.Workload
-	return awaitHealthy(ctx, c, w.Topic, w.Partitions, cfg.ReadyTimeout)
+	return awaitHealthy(context.WithoutCancel(ctx), c, w.Topic, w.Partitions, cfg.ReadyTimeout)
 }

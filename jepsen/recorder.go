@@ -59,8 +59,8 @@ func (r *Recorder) Complete(c Op) Op {
 	return r.Record(c)
 }
 
-// Since returns the recorder's clock: time since the run started.
-func (r *Recorder) Since() time.Duration { return time.Since(r.start) }
+// Began returns when the recorder's clock started: time 0 of the history.
+func (r *Recorder) Began() time.Time { return r.start }
 
 // History returns a copy of the ops recorded so far.
 func (r *Recorder) History() History {

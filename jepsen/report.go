@@ -20,23 +20,14 @@ const (
 	UnseenPlot     = "unseen.png"
 )
 
-// WriteReport writes a report for h and its results into dir:
-// history.jsonl, results.json, the latency, throughput and unseen plots,
-// porcupine's visualization of every partition found not linearizable, and
-// index.html tying them together. It sets the Visualization file names in
-// res.Linearizability.
-func WriteReport(dir string, h History, res *Results) error {
-	return writeReport(dir, h, res, true)
-}
-
-func writeReport(dir string, h History, res *Results, withHistory bool) error {
+// writeReport writes the report of h and its results into dir, beside
+// the history.jsonl it was read from or streamed to: results.json, the
+// latency, throughput and unseen plots, porcupine's visualization of
+// every partition found not linearizable, and index.html tying them
+// together. It sets the Visualization file names in res.Linearizability.
+func writeReport(dir string, h History, res *Results) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report dir %s: %w", dir, err)
-	}
-	if withHistory {
-		if err := writeFile(filepath.Join(dir, HistoryFile), h.WriteJSONL); err != nil {
-			return err
-		}
 	}
 	if err := writeVisualizations(dir, res); err != nil {
 		return err
@@ -213,8 +204,11 @@ pre{background:#f6f8fa;padding:.5em;overflow-x:auto}img{max-width:100%}
 </body></html>
 `))
 
-// Recheck reads dir's history.jsonl, checks it again with cfg and rewrites
-// the rest of the report (results, plots, index) beside it.
+// Recheck reads the history.jsonl of a report directory (as Run leaves
+// it, also after a run that died), checks it again with cfg and rewrites
+// the rest of the report (results, plots, index) beside it. The history
+// itself is left as it is. A history that does not decode is an error
+// wrapping *DecodeError.
 func Recheck(dir string, cfg CheckConfig) (*Results, error) {
 	path := filepath.Join(dir, HistoryFile)
 	f, err := os.Open(path)
@@ -230,5 +224,5 @@ func Recheck(dir string, cfg CheckConfig) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	return res, writeReport(dir, h, res, false)
+	return res, writeReport(dir, h, res)
 }

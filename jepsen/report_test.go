@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"image"
 	_ "image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestWriteReport_ProducesFilesPlotsAndVisualization(t *testing.T) {
 		t.Fatalf("the history loses y; got %s", res.Summary())
 	}
 	dir := t.TempDir()
-	if err := WriteReport(dir, h, res); err != nil {
+	if err := writeRunReport(dir, h, res); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{LatencyPlot, ThroughputPlot, UnseenPlot} {
@@ -90,7 +91,7 @@ func TestWriteReport_ProducesFilesPlotsAndVisualization(t *testing.T) {
 func TestRecheck_RewritesTheReportFromHistory(t *testing.T) {
 	h := reportHistory()
 	dir := t.TempDir()
-	if err := WriteReport(dir, h, check(t, h)); err != nil {
+	if err := writeRunReport(dir, h, check(t, h)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(dir, ResultsFile)); err != nil {
@@ -118,7 +119,7 @@ func TestWriteReport_EmptyishHistory(t *testing.T) {
 	b.send(0, 0, "a", OK, 0)
 	res := check(t, b.h)
 	dir := t.TempDir()
-	if err := WriteReport(dir, b.h, res); err != nil {
+	if err := writeRunReport(dir, b.h, res); err != nil {
 		t.Fatal(err)
 	}
 	assertPNG(t, filepath.Join(dir, LatencyPlot))
@@ -164,4 +165,13 @@ func TestNemesisIntervals(t *testing.T) {
 	if len(ivs) != 1 || ivs[0].End != secs(b.h[len(b.h)-1].Time) {
 		t.Fatalf("intervals %+v", ivs)
 	}
+}
+
+// writeRunReport leaves dir as Run does: history.jsonl, then the report.
+func writeRunReport(dir string, h History, res *Results) error {
+	err := writeFile(filepath.Join(dir, HistoryFile), func(w io.Writer) error { return writeJSONL(w, h) })
+	if err != nil {
+		return err
+	}
+	return writeReport(dir, h, res)
 }

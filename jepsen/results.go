@@ -128,7 +128,7 @@ type PartitionLinearizability struct {
 	Verdict   Verdict `json:"verdict"`
 	Ops       int     `json:"ops"`
 	// Visualization is the report file with porcupine's visualization,
-	// set by WriteReport for partitions that are not linearizable.
+	// set by Run and Recheck for partitions that are not linearizable.
 	Visualization string `json:"visualization,omitempty"`
 }
 

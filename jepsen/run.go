@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/raftq/raftq/chaos"
 	"github.com/raftq/raftq/internal/logging"
 )
 
@@ -20,9 +21,15 @@ type Config struct {
 	// ReportDir receives history.jsonl (streamed while the run goes),
 	// results.json, the plots and index.html. It is created if missing.
 	ReportDir string
-	// Nemesis performs Schedule; nil means a run without faults.
-	Nemesis  Nemesis
-	Schedule Schedule
+	// Faults is what the nemesis acts on (a chaos.Cluster); nil means a
+	// run without faults. Run plays Schedule on it with a chaos.Executor
+	// while the workload runs, its offsets counted from the history's
+	// time 0, and heals it after.
+	Faults   chaos.Env
+	Schedule chaos.Schedule
+	// OnFault, if set, is told of every fault step when it is done, the
+	// final heal included, on the goroutine that performed it.
+	OnFault func(chaos.Event)
 	// Recover, if set, runs after the final heal and before the final
 	// reads, e.g. to wait until every partition has a leader again.
 	Recover func(ctx context.Context) error
@@ -46,10 +53,13 @@ func (c Config) Validate() error {
 	if c.ReportDir == "" {
 		return fmt.Errorf("no report directory: %w", ErrBadConfig)
 	}
-	if len(c.Schedule) > 0 && c.Nemesis == nil {
+	if len(c.Schedule.Faults) > 0 && c.Faults == nil {
 		return fmt.Errorf("a schedule without a nemesis: %w", ErrBadConfig)
 	}
-	return c.Schedule.Validate()
+	if err := c.Schedule.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	return nil
 }
 
 // Run performs a whole test: set up the topic, run the workload while the
@@ -91,16 +101,12 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, errors.Join(runErr, err)
 	}
-	if err := writeReport(cfg.ReportDir, h, res, false); err != nil {
+	if err := writeReport(cfg.ReportDir, h, res); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
 	log.Info("jepsen run checked", "verdict", res.Verdict, "summary", res.Summary(), "report", cfg.ReportDir)
 	return res, runErr
 }
-
-// healTimeout bounds the final heal, which runs even when ctx was
-// canceled so that no fault outlives the run.
-const healTimeout = 2 * time.Minute
 
 // execute runs the phases that produce the history.
 func execute(ctx context.Context, cfg Config, rec *Recorder, log *slog.Logger) error {
@@ -111,13 +117,16 @@ func execute(ctx context.Context, cfg Config, rec *Recorder, log *slog.Logger) e
 	if err := w.Setup(ctx); err != nil {
 		return err
 	}
-	nem := &nemesisRunner{n: cfg.Nemesis, rec: rec}
+	var nem *chaos.Executor
+	if cfg.Faults != nil {
+		nem = chaos.NewExecutor(cfg.Faults, cfg.Schedule, rec.Began(), nemesisObserver(rec, cfg.OnFault))
+	}
 	nctx, stopNemesis := context.WithCancel(ctx)
 	nemDone := make(chan struct{})
 	go func() {
 		defer close(nemDone)
-		if cfg.Nemesis != nil {
-			nem.run(nctx, cfg.Schedule)
+		if nem != nil {
+			nem.Play(nctx)
 		}
 	}()
 	log.Info("workload started", "duration", cfg.Workload.Duration)
@@ -128,12 +137,10 @@ func execute(ctx context.Context, cfg Config, rec *Recorder, log *slog.Logger) e
 	if werr != nil {
 		errs = append(errs, fmt.Errorf("workload: %w", werr))
 	}
-	if cfg.Nemesis != nil {
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
-		if err := nem.heal(hctx); err != nil {
-			errs = append(errs, err)
+	if nem != nil { // after Play has returned; heals even when ctx is done
+		if err := nem.Heal(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("heal: %w", err))
 		}
-		cancel()
 	}
 	if cfg.Recover != nil {
 		if err := cfg.Recover(ctx); err != nil {

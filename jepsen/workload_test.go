@@ -3,8 +3,6 @@ package jepsen
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/chaos"
 )
 
 // The tests in this file drive the workload against kfake, franz-go's
@@ -154,10 +154,11 @@ func TestWorkload_AppendsThatTimeOutAreIndefiniteNotLost(t *testing.T) {
 	cfg.Workload.OpTimeout = time.Second
 	cfg.Workload.Duration = 3 * time.Second
 	cfg.ReportDir = t.TempDir()
-	// The broker appends, then answers REQUEST_TIMED_OUT, for longer than
-	// the op timeout.
-	cfg.Nemesis = faultNemesis(c)
-	cfg.Schedule = Schedule{{At: 200 * time.Millisecond, F: FStart, Name: "timeouts"}, {At: 2500 * time.Millisecond, F: FStop, Name: "timeouts"}}
+	// The broker appends, then answers REQUEST_TIMED_OUT (kfakeEnv's kill),
+	// for longer than the op timeout.
+	cfg.Faults = kfakeEnv(c)
+	cfg.Schedule = chaos.Schedule{Faults: []chaos.Fault{{ID: 0, Kind: chaos.KindKill,
+		Start: 200 * time.Millisecond, Stop: 2500 * time.Millisecond, Target: chaos.TargetOne, Nodes: []int{1}}}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -166,16 +167,7 @@ func TestWorkload_AppendsThatTimeOutAreIndefiniteNotLost(t *testing.T) {
 	if n := res.Stats.ByF[FSend][Info]; n == 0 {
 		t.Fatal("no indefinite sends: the fault did not bite")
 	}
-	f, err := os.Open(filepath.Join(cfg.ReportDir, HistoryFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	hist, err := ReadHistory(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := infoSendsRead(t, hist); n == 0 {
+	if n := infoSendsRead(t, readHistoryFile(t, cfg.ReportDir)); n == 0 {
 		t.Fatal("no indefinite send was read back; the case under test did not happen")
 	}
 }
@@ -203,10 +195,11 @@ func TestWorkload_RetriesWithoutIdempotenceDuplicate(t *testing.T) {
 	cfg.Workload.Idempotent = false
 	cfg.ReportDir = t.TempDir()
 	// For a second, every produce is appended but answered
-	// REQUEST_TIMED_OUT; a producer without idempotence retries and
+	// REQUEST_TIMED_OUT (kfakeEnv's kill); a producer without idempotence retries and
 	// appends the same record again.
-	cfg.Nemesis = faultNemesis(c)
-	cfg.Schedule = Schedule{{At: 200 * time.Millisecond, F: FStart, Name: "timeouts"}, {At: 1200 * time.Millisecond, F: FStop, Name: "timeouts"}}
+	cfg.Faults = kfakeEnv(c)
+	cfg.Schedule = chaos.Schedule{Faults: []chaos.Fault{{ID: 0, Kind: chaos.KindKill,
+		Start: 200 * time.Millisecond, Stop: 1200 * time.Millisecond, Target: chaos.TargetOne, Nodes: []int{1}}}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

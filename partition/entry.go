@@ -19,14 +19,6 @@ func ProduceParts(batch []byte) [][]byte {
 	return [][]byte{{kindProduce}, batch}
 }
 
-// ProduceEntry is ProduceParts joined into one slice.
-func ProduceEntry(batch []byte) []byte {
-	b := make([]byte, 1+len(batch))
-	b[0] = kindProduce
-	copy(b[1:], batch)
-	return b
-}
-
 // AdvanceStartEntry frames a move of the log start offset, decided by the
 // leader (DeleteRecords or retention) and applied by every replica.
 func AdvanceStartEntry(offset int64) []byte {

@@ -53,11 +53,11 @@ func FuzzReplicaApply(f *testing.F) {
 	ok := plainBatch(f, "a", "b")
 	idem := idemBatch(f, 7, 0, 0, "x")
 	snap, restart, shrink := byte(opSnapshot)<<2, byte(opRestart)<<2, byte(opShrink)<<2
-	f.Add(fuzzEntries([]byte{1}, nil, ProduceEntry(ok), ProduceEntry(idem), ProduceEntry(idem), AdvanceStartEntry(1)))
-	f.Add(fuzzEntries([]byte{1, 2 | snap, 1 | restart}, ProduceEntry(ok), AdvanceStartEntry(9), ProduceEntry(idemBatch(f, 7, 0, 5, "y"))))
-	f.Add(fuzzEntries([]byte{3}, ProduceEntry(ok[:len(ok)-3]), []byte{kindAdvanceStart, 1}, []byte{9}))
-	f.Add(fuzzEntries([]byte{1, 1 | snap, 1, 1 | restart}, nil, ProduceEntry(ok), ProduceEntry(idem), AdvanceStartEntry(3)))
-	f.Add(fuzzEntries([]byte{1 | shrink, 1, 1}, nil, ProduceEntry(ok), ProduceEntry(idem)))
+	f.Add(fuzzEntries([]byte{1}, nil, produceEntry(ok), produceEntry(idem), produceEntry(idem), AdvanceStartEntry(1)))
+	f.Add(fuzzEntries([]byte{1, 2 | snap, 1 | restart}, produceEntry(ok), AdvanceStartEntry(9), produceEntry(idemBatch(f, 7, 0, 5, "y"))))
+	f.Add(fuzzEntries([]byte{3}, produceEntry(ok[:len(ok)-3]), []byte{kindAdvanceStart, 1}, []byte{9}))
+	f.Add(fuzzEntries([]byte{1, 1 | snap, 1, 1 | restart}, nil, produceEntry(ok), produceEntry(idem), AdvanceStartEntry(3)))
+	f.Add(fuzzEntries([]byte{1 | shrink, 1, 1}, nil, produceEntry(ok), produceEntry(idem)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		terms, ops, entries := unpackEntries(in)
 		if len(entries) > 64 || !allValidated(entries) {

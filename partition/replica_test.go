@@ -15,6 +15,12 @@ import (
 	"github.com/raftq/raftq/raftgroup"
 )
 
+// produceEntry is the raft entry a proposal of ProduceParts(batch)
+// becomes: its parts joined, as raftgroup.Group.Propose joins them.
+func produceEntry(batch []byte) []byte {
+	return bytes.Join(ProduceParts(batch), nil)
+}
+
 // replicaHarness applies entries to a Replica as a raft group would.
 type replicaHarness struct {
 	t     *testing.T
@@ -53,7 +59,7 @@ func (h *replicaHarness) apply(term uint64, data []byte) any {
 
 func (h *replicaHarness) produce(term uint64, batch []byte) *ProduceResult {
 	h.t.Helper()
-	return h.apply(term, ProduceEntry(batch)).(*ProduceResult)
+	return h.apply(term, produceEntry(batch)).(*ProduceResult)
 }
 
 func plainBatch(t testing.TB, values ...string) []byte {
@@ -175,7 +181,7 @@ func TestReplica_ReopenAfterStartPassedCheckpoint(t *testing.T) {
 			var log [][]byte
 			apply := func(data []byte) { log = append(log, data); h.apply(1, data) }
 			apply(nil)
-			apply(ProduceEntry(plainBatch(t, "a", "b")))
+			apply(produceEntry(plainBatch(t, "a", "b")))
 			cpIndex := uint64(0) // no checkpoint yet
 			if snapshotFirst {
 				if _, err := h.r.Snapshot(); err != nil { // checkpoint at offset 2
@@ -183,7 +189,7 @@ func TestReplica_ReopenAfterStartPassedCheckpoint(t *testing.T) {
 				}
 				cpIndex = h.r.Applied()
 			}
-			apply(ProduceEntry(plainBatch(t, "c", "d", "e")))
+			apply(produceEntry(plainBatch(t, "c", "d", "e")))
 			apply(AdvanceStartEntry(4))
 			want := replicaImage(t, h.r)
 			if err := h.r.Close(); err != nil {

@@ -9,6 +9,7 @@
 //	raftq bench                    produce throughput and latency
 //	raftq group list|describe|reset-offsets   consumer groups
 //	raftq jepsen run               a checked run of a local cluster under faults
+//	raftq jepsen check DIR         check a saved run's history again
 //
 // Run "raftq COMMAND --help" for a command's flags.
 //

@@ -156,16 +156,14 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 }
 
 func runJepsen(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] != "run" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintln(e.stderr, "usage: raftq jepsen run [flags]   (raftq jepsen run --help for the flags)")
-			return pflag.ErrHelp
-		}
-		return usageError{errors.New("usage: raftq jepsen run [flags]")}
-	}
+	return runSubcommand(ctx, e, args, []subcommand{{"run", runJepsenRun}, {"check", runJepsenCheck}})
+}
+
+// runJepsenRun is `raftq jepsen run`: a whole test against a fresh cluster.
+func runJepsenRun(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "jepsen run")
 	f := bindJepsenFlags(fs)
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	level, err := parseLevel(f.logLevel)
@@ -195,26 +193,37 @@ func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runE
 		}
 		return runErr
 	}
-	res := out.Results
-	line := res.Summary()
+	var extra string
 	if n := len(out.Crashes); n > 0 {
-		line += fmt.Sprintf("; %d node crash(es), see %s", n, filepath.Join(cfg.Run.ReportDir, jepsen.NemesisFile))
+		extra = fmt.Sprintf("; %d node crash(es), see %s", n, filepath.Join(cfg.Run.ReportDir, jepsen.NemesisFile))
 	}
-	fmt.Fprintf(e.stdout, "jepsen: %s\n", line)
-	fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(cfg.Run.ReportDir, jepsen.IndexFile))
-	var problems []string
-	switch res.Verdict {
-	case jepsen.VerdictFail:
-		problems = append(problems, "anomalies found")
-	case jepsen.VerdictUnknown:
-		problems = append(problems, "some checkers could not decide")
-	}
+	problems := printVerdict(e, cfg.Run.ReportDir, out.Results, extra)
 	if len(out.Crashes) > 0 {
 		problems = append(problems, "nodes crashed")
 	}
 	if runErr != nil {
 		problems = append(problems, runErr.Error())
 	}
+	return failedRun(problems)
+}
+
+// printVerdict prints the one-line verdict of res, followed by extra, and
+// the path of dir's report, and returns what keeps the checked history
+// from passing.
+func printVerdict(e *env, dir string, res *jepsen.Results, extra string) []string {
+	fmt.Fprintf(e.stdout, "jepsen: %s%s\n", res.Summary(), extra)
+	fmt.Fprintf(e.stdout, "report: %s\n", filepath.Join(dir, jepsen.IndexFile))
+	switch res.Verdict {
+	case jepsen.VerdictFail:
+		return []string{"anomalies found"}
+	case jepsen.VerdictUnknown:
+		return []string{"some checkers could not decide"}
+	}
+	return nil
+}
+
+// failedRun is nil without problems, else errJepsenFailed naming them.
+func failedRun(problems []string) error {
 	if len(problems) == 0 {
 		return nil
 	}

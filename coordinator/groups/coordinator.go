@@ -235,8 +235,6 @@ func (c *Coordinator) proposeCode(cmd *Command) (Result, int16) {
 	return r, r.Code
 }
 
-func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
-
 // newMemberID makes a member id as Kafka does: the client id (or the
 // instance id of a static member), a dash and a random UUID.
 func newMemberID(clientID, instanceID string) string {

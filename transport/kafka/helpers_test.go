@@ -34,16 +34,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// recorder is an Observer that keeps close reasons, on top of Stats.
+// recorder is an Observer that keeps close reasons, on top of stats.
 type recorder struct {
-	Stats
+	stats
 	mu      sync.Mutex
 	reasons map[uint64]error
 	closed  map[uint64]bool
 }
 
 func (r *recorder) ConnClosed(c *Conn, reason error) {
-	r.Stats.ConnClosed(c, reason)
+	r.stats.ConnClosed(c, reason)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.reasons == nil {

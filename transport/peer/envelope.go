@@ -27,23 +27,18 @@ var (
 	unmarshalOpts = proto.UnmarshalOptions{Merge: true}
 )
 
-// encodeStats counts what appendBatch did.
+// encodeStats counts what appendSized did.
 type encodeStats struct {
 	frames, msgs, dropped int
 	firstErr              error
 }
 
-// appendBatch appends batch to dst as kindBatch frames whose payload stays
-// within max bytes, splitting the batch where needed and keeping its order.
-// A message that can not be encoded, or alone exceeds max, is dropped and
-// counted; raft retransmits what matters.
-func appendBatch(dst []byte, batch []raftgroup.Envelope, max int) ([]byte, encodeStats) {
-	sizes, total := sizeBatch(batch)
-	return appendSized(dst, batch, sizes, total, max)
-}
-
-// appendSized is appendBatch with each message's size (and the envelopes'
-// total) already known, as sizeBatch computes them.
+// appendSized appends batch to dst as kindBatch frames whose payload
+// stays within max bytes, splitting the batch where needed and keeping
+// its order; sizes holds each message's encoded size and total the
+// envelopes', as sizeBatch computes them. A message that can not be
+// encoded, or alone exceeds max, is dropped and counted; raft retransmits
+// what matters.
 func appendSized(dst []byte, batch []raftgroup.Envelope, sizes []int, total, max int) ([]byte, encodeStats) {
 	var st encodeStats
 	// One growth for the whole batch: protobuf's MarshalAppend would

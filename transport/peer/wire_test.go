@@ -12,6 +12,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// appendBatch encodes batch as session.encode does: sizeBatch, then
+// appendSized in frames of at most max payload bytes.
+func appendBatch(dst []byte, batch []raftgroup.Envelope, max int) ([]byte, encodeStats) {
+	sizes, total := sizeBatch(batch)
+	return appendSized(dst, batch, sizes, total, max)
+}
+
 // sampleBatch mixes message types, groups and sizes.
 func sampleBatch() []raftgroup.Envelope {
 	snap := &raftpb.Message{Type: raftpb.MsgSnap.Enum(), Snapshot: &raftpb.Snapshot{

@@ -1,0 +1,253 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Env is what a schedule acts on. *Cluster implements it; tests of the
+// executor use a fake.
+type Env interface {
+	NodeIDs() []int
+	Kill(ctx context.Context, ids ...int) error
+	EnsureRunning(ctx context.Context, ids ...int) error
+	Pause(ctx context.Context, ids ...int) error
+	Resume(ctx context.Context, ids ...int) error
+	Partition(ctx context.Context, g Grudge) error
+	Heal(ctx context.Context) error
+	LoseUnsynced(ctx context.Context) (map[int]LossReport, error)
+	Leader(ctx context.Context) (int, error)
+}
+
+var _ Env = (*Cluster)(nil)
+
+// Event reports one step an Executor took. Begin and End carry Go's
+// monotonic clock reading, so Offset is monotonic.
+type Event struct {
+	Fault  int // index in Schedule.Faults; -1 for the final heal
+	Kind   Kind
+	Phase  Phase
+	Nodes  []int  // nodes acted on
+	Detail string // what was done, for people
+	Begin  time.Time
+	End    time.Time
+	Offset time.Duration // Begin minus the executor's start
+	Err    string        // empty when the step succeeded
+}
+
+// Observer is told about every step an Executor takes, on the goroutine
+// that called Play or Heal: Begin just before the step acts (the event
+// has Fault, Kind, Phase, Begin and Offset), End when it is done (the
+// whole event). Nil fields are skipped. They must not block for long.
+type Observer struct {
+	Begin func(Event)
+	End   func(Event)
+}
+
+// FinalHealTimeout bounds Executor.Heal.
+const FinalHealTimeout = 2 * time.Minute
+
+// Executor performs a Schedule on an Env in real time and undoes it. It
+// is the only code that turns planned faults into actions. Play and Heal
+// are called from one goroutine at a time, Heal after Play has returned.
+type Executor struct {
+	env    Env
+	s      Schedule
+	obs    Observer
+	start  time.Time
+	acted  map[int][]int // fault id -> nodes its start acted on
+	active []int         // faults started and not yet stopped successfully, in start order
+}
+
+// NewExecutor returns an executor of s on env whose step offsets count
+// from start.
+func NewExecutor(env Env, s Schedule, start time.Time, obs Observer) *Executor {
+	return &Executor{env: env, s: s, obs: obs, start: start, acted: map[int][]int{}}
+}
+
+// Play performs every start and stop of the schedule at its offset,
+// until the last is done or ctx is done; a step whose time has passed
+// runs at once. A failed step is reported to the observer (Event.Err)
+// and does not stop the schedule: faults can fail for reasons of the
+// moment (no leader to kill during a partition), and Heal undoes
+// whatever a failed step did.
+func (x *Executor) Play(ctx context.Context) {
+	for _, st := range x.s.Steps() {
+		if !sleepUntil(ctx, x.start.Add(st.At)) {
+			return
+		}
+		x.step(ctx, st.Fault, st.Phase)
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	tm := time.NewTimer(max(0, time.Until(t)))
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Heal is the final heal: it stops every fault still active (started,
+// even if its start failed, and not stopped successfully), most recent
+// first, then heals partitions, resumes every node and starts every node
+// that is down. It runs on ctx's values but not its cancellation, so it
+// heals after a canceled run too, bounded by FinalHealTimeout. It returns
+// every error of the heal: what it may have failed to undo.
+func (x *Executor) Heal(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinalHealTimeout)
+	defer cancel()
+	var errs []error
+	for _, id := range slices.Backward(slices.Clone(x.active)) {
+		errs = append(errs, x.step(ctx, id, PhaseStop))
+	}
+	all := x.env.NodeIDs()
+	ev := x.begin(Event{Fault: -1, Phase: PhaseHeal, Nodes: all})
+	ev.Detail = "heal partitions, resume all, start all"
+	err := errors.Join(x.env.Heal(ctx), x.env.Resume(ctx, all...), x.env.EnsureRunning(ctx, all...))
+	return errors.Join(append(errs, x.end(ev, err))...)
+}
+
+// step runs the start or stop of fault id and reports it.
+func (x *Executor) step(ctx context.Context, id int, ph Phase) error {
+	f := x.s.Faults[id]
+	ev := Event{Fault: f.ID, Kind: f.Kind, Phase: ph}
+	var err error
+	if ph == PhaseStart {
+		ev = x.begin(ev)
+		ev.Nodes, ev.Detail, err = x.startFault(ctx, f)
+		x.acted[f.ID] = ev.Nodes
+		x.active = append(x.active, f.ID) // a failed start may still have taken effect
+	} else {
+		ev.Nodes = x.acted[f.ID]
+		ev = x.begin(ev)
+		ev.Detail, err = x.stopFault(ctx, f, ev.Nodes)
+		if err == nil {
+			x.active = slices.DeleteFunc(x.active, func(a int) bool { return a == f.ID })
+		}
+	}
+	return x.end(ev, err)
+}
+
+func (x *Executor) begin(ev Event) Event {
+	ev.Begin = time.Now()
+	ev.Offset = ev.Begin.Sub(x.start)
+	if x.obs.Begin != nil {
+		x.obs.Begin(ev)
+	}
+	return ev
+}
+
+func (x *Executor) end(ev Event, err error) error {
+	ev.End = time.Now()
+	if err != nil {
+		ev.Err = err.Error()
+		if ev.Phase == PhaseHeal {
+			err = fmt.Errorf("chaos: final heal: %w", err)
+		} else {
+			err = fmt.Errorf("chaos: %s %s of fault %d: %w", ev.Kind, ev.Phase, ev.Fault, err)
+		}
+	}
+	if x.obs.End != nil {
+		x.obs.End(ev)
+	}
+	return err
+}
+
+// startFault starts fault f and returns the nodes it acted on, resolving
+// a leader target or an isolate-leader grudge now.
+func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, error) {
+	switch f.Kind {
+	case KindKill, KindPause:
+		nodes, err := x.targets(ctx, f)
+		if err != nil {
+			return nil, fmt.Sprintf("%s %s: no target", f.Kind, f.Target), err
+		}
+		detail := fmt.Sprintf("%s %s %v", f.Kind, f.Target, nodes)
+		if f.Kind == KindKill {
+			return nodes, detail, x.env.Kill(ctx, nodes...)
+		}
+		return nodes, detail, x.env.Pause(ctx, nodes...)
+	case KindPartition:
+		g, err := x.grudge(ctx, f)
+		if err != nil {
+			return nil, fmt.Sprintf("partition %s: no grudge", f.Shape), err
+		}
+		return grudgeNodes(g), fmt.Sprintf("partition %s %s", f.Shape, g), x.env.Partition(ctx, g)
+	case KindLoseUnfsynced:
+		lost, err := x.env.LoseUnsynced(ctx)
+		return x.env.NodeIDs(), "kill all, lose unsynced writes: " + lossDetail(lost), err
+	}
+	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
+}
+
+// stopFault ends fault f, whose start acted on nodes: restart killed
+// nodes, resume paused ones, heal partitions, or restart every node
+// after lose-unfsynced.
+func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string, error) {
+	switch f.Kind {
+	case KindKill:
+		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
+	case KindPause:
+		return fmt.Sprintf("resume %v", nodes), x.env.Resume(ctx, nodes...)
+	case KindPartition:
+		return "heal", x.env.Heal(ctx)
+	case KindLoseUnfsynced:
+		return "restart all", x.env.EnsureRunning(ctx, x.env.NodeIDs()...)
+	}
+	return string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
+}
+
+func (x *Executor) targets(ctx context.Context, f Fault) ([]int, error) {
+	if f.Target != TargetLeader {
+		return f.Nodes, nil
+	}
+	id, err := x.env.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []int{id}, nil
+}
+
+func (x *Executor) grudge(ctx context.Context, f Fault) (Grudge, error) {
+	if f.Shape != ShapeIsolateLeader {
+		return f.Grudge, nil
+	}
+	id, err := x.env.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Isolate(id, x.env.NodeIDs()), nil
+}
+
+func grudgeNodes(g Grudge) []int {
+	var nodes []int
+	for to, froms := range g {
+		if len(froms) > 0 {
+			nodes = append(nodes, to)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+func lossDetail(lost map[int]LossReport) string {
+	ids := make([]int, 0, len(lost))
+	for id := range lost {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("n%d %d files %d B", id, lost[id].Files, lost[id].Bytes)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/raftq/raftq/jepsen"
+)
+
+// runJepsenCheck is `raftq jepsen check [flags] DIR`: it checks the
+// history.jsonl a `raftq jepsen run` left in DIR again, rewrites the
+// report beside it (results.json, plots, index.html) and prints the
+// verdict as the run does. It judges the history alone: node crashes and
+// run errors, which the run also counted, are not in it. It exits
+// non-zero unless every checker passed (or is allowed).
+func runJepsenCheck(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "jepsen check")
+	cfg := jepsen.DefaultCheckConfig()
+	fs.DurationVar(&cfg.LinearizabilityTimeout, "linearizability-timeout", cfg.LinearizabilityTimeout, "bound on porcupine's search per partition; a partition that runs out is unknown")
+	fs.BoolVar(&cfg.SkipLinearizability, "skip-linearizability", cfg.SkipLinearizability, "do not run porcupine (its verdict is then unknown)")
+	fs.IntVar(&cfg.MaxExamples, "max-examples", cfg.MaxExamples, "anomalies each checker lists in the report")
+	fs.StringSliceVar(&cfg.Allowed, "allow", cfg.Allowed, "checkers whose anomalies are reported but do not fail the check: "+strings.Join(jepsen.CheckerNames, ", "))
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{errors.New("want exactly one report directory: raftq jepsen check [flags] DIR")}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	dir := fs.Arg(0)
+	res, err := jepsen.Recheck(dir, cfg)
+	if err != nil {
+		return err
+	}
+	return failedRun(printVerdict(e, dir, res, ""))
+}
