@@ -228,3 +228,35 @@ func checkAsyncMixesWithSave(tb testing.TB, h Harness) {
 	expect(tb, "after mixed saves", s.load(), want{hs: HardState(2, 2, 4), ents: concat(Entries(1, 1, 1, "a"), Entries(2, 3, 2, "b"), Entries(4, 4, 2, "c"))})
 	s.close()
 }
+
+// checkOverwriteBelowSnapshot: a tail overwritten from an index the next
+// snapshot covers stays overwritten: the deposed leader's entries after
+// the snapshot must not come back.
+func checkOverwriteBelowSnapshot(tb testing.TB, h Harness) {
+	s := fresh(tb, h)
+	s.save(HardState(5, 1, 5), Entries(1, 9, 5, "stale"), true)
+	s.save(HardState(6, 2, 5), Entries(6, 7, 4, "true"), true)
+	s.save(HardState(6, 2, 7), nil, true)
+	snap := Snapshot(7, 4, "state@7")
+	s.saveSnapshot(snap, false)
+	s.release(snap)
+	s = s.reopen()
+	expect(tb, "after a snapshot over an overwritten tail", s.load(), want{snap: snap, hs: HardState(6, 2, 7)})
+	s.close()
+}
+
+// checkInstallBeyondLog: a snapshot installed beyond the end of a log
+// whose longer tail an overwrite had already cut also leaves no entry
+// after it: the cut tail must not come back either.
+func checkInstallBeyondLog(tb testing.TB, h Harness) {
+	s := fresh(tb, h)
+	s.save(HardState(1, 1, 2), Entries(1, 9, 1, "stale"), true)
+	s.save(HardState(2, 2, 2), Entries(3, 4, 2, "cut"), true)
+	snap := Snapshot(6, 3, "leader@6")
+	s.saveSnapshot(snap, true)
+	s.save(HardState(3, 0, 6), nil, true)
+	s.release(snap)
+	s = s.reopen()
+	expect(tb, "after installing a snapshot beyond the log", s.load(), want{snap: snap, hs: HardState(3, 0, 6)})
+	s.close()
+}

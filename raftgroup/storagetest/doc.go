@@ -18,6 +18,9 @@
 //     the leader) replaces the whole log, entries after snap included.
 //     Load returns the newest snapshot and only entries after it, and
 //     Release(snap) never drops anything Load must return.
+//   - A tail that an overwrite cut, from an index a later snapshot
+//     covers, stays cut: neither a local snapshot covering the whole log
+//     nor an installed one beyond its end brings it back on replay.
 //   - AsyncStorage.SaveAsync is Save in order with the other saves; done
 //     runs exactly once, with nil, once the save is durable.
 //
