@@ -122,6 +122,8 @@
 // Lock order (A -> B: A may be held when B is taken):
 //
 //	Host.mu -> Group.mu
+//	DiskStorage.mu -> the etcd WAL's own lock (a Save, or a background
+//	snapshot's tail guard)
 //	Group.mu, Group.statusMu, Host.outMu, Host.heardMu: leaves
 //
 // # Quiescence

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/wal"
@@ -49,11 +50,16 @@ type DiskStorage struct {
 	zl    *zap.Logger
 	state State
 	last  *raftpb.HardState // last hard state saved, to mirror the WAL's sync rule
+	// mu makes a Save and a snapshot's tail guard (guardSnapshot), which
+	// a background snapshot writes, one step each: a guard must never
+	// land after an entry it would hide. It guards the fields below;
+	// the WAL's own lock is taken under it.
+	mu sync.Mutex
 	// lastIndex is the log's last index (the snapshot's if it has no
 	// entries after it), to know when a snapshot needs a tail guard.
 	lastIndex uint64
 	// guardAfter is an installed snapshot's index whose tail guard waits
-	// for the next Save (guardSnapshot); 0: none.
+	// for the Save that commits it (guardSnapshot); 0: none.
 	guardAfter uint64
 	// retire takes the segments Release unlocks, off the caller's
 	// goroutine and a little at a time (wal_retire.go).
@@ -161,6 +167,8 @@ func (s *DiskStorage) Load() (State, error) { return s.state, nil }
 // must be durable before old log data is released) Save adds one.
 // FsyncNever turns every fsync off.
 func (s *DiskStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	walSyncs := len(ents) > 0 || hs != nil && (hs.GetTerm() != s.last.GetTerm() || hs.GetVote() != s.last.GetVote())
 	if err := s.w.Save(hs, ents); err != nil {
 		return fmt.Errorf("save wal %s: %w", s.dir, err)
@@ -215,6 +223,8 @@ func (s *DiskStorage) SaveSnapshot(sn *raftpb.Snapshot, install bool) error {
 // crash in between can let a stale tail come back, as it always could in
 // etcd.
 func (s *DiskStorage) guardSnapshot(index uint64, install bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case s.lastIndex >= index && (install || s.lastIndex == index):
 		if err := s.guardTail(index); err != nil {
