@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/raftq/raftq/internal/durable"
 )
 
 // identity is node.json: which cluster and node a data dir belongs to,
@@ -69,44 +71,11 @@ func writeIdentity(name string, id identity) error {
 	return writeIdentityFile(name, append(b, '\n'))
 }
 
-// writeIdentityFile writes a small file durably: temp file, fsync, rename,
-// directory fsync.
+// writeIdentityFile writes a small file durably (internal/durable). The
+// rename must last too: a node.json lost in a power cut would give the
+// node a new incarnation, which its peers refuse.
 func writeIdentityFile(name string, b []byte) error {
-	tmp := name + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	// The rename must last too: a node.json lost in a power cut would give
-	// the node a new incarnation, which its peers refuse.
-	return syncDir(filepath.Dir(name))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
+	return durable.WriteFile(name, b, 0o644)
 }
 
 // checkIncarnation is the peer transport's judge of a connecting node: a

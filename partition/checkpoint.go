@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/raftq/raftq/internal/durable"
 )
 
 const (
@@ -55,20 +57,12 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 	return c, nil
 }
 
-// writeCheckpoint replaces the checkpoint durably (temp file, fsync,
-// rename, directory fsync) and remembers it.
+// writeCheckpoint replaces the checkpoint durably (internal/durable,
+// through the Log's FS) and remembers it.
 func (l *Log) writeCheckpoint(c checkpoint) error {
-	name := filepath.Join(l.dir, checkpointName)
-	tmp := name + ".tmp"
-	if err := writeFile(l.fs, tmp, encodeCheckpoint(c), true); err != nil {
+	w := durable.Writer{FS: durableFS{l.fs}, AfterTemp: func() { l.crashPoint("checkpoint-tmp-written") }}
+	if err := w.WriteFile(filepath.Join(l.dir, checkpointName), encodeCheckpoint(c), 0o644); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	l.crashPoint("checkpoint-tmp-written")
-	if err := l.fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("write checkpoint: sync dir: %w", err)
 	}
 	l.cp = c
 	return nil

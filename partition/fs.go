@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/raftq/raftq/internal/durable"
 )
 
 // FS is the file-system seam of a Log: the handful of calls it makes on
@@ -55,16 +57,20 @@ func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(old
 func (osFS) ReadDir(name string) ([]fs.DirEntry, error)   { return os.ReadDir(name) }
 func (osFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
 
-func (osFS) SyncDir(name string) error {
-	d, err := os.Open(name)
+func (osFS) SyncDir(name string) error { return durable.SyncDir(name) }
+
+// durableFS lets internal/durable write through an FS, so that its
+// small-file writes see the same faults and crashes as the Log's.
+type durableFS struct{ FS }
+
+var _ durable.FS = durableFS{}
+
+func (d durableFS) OpenFile(name string, flag int, perm fs.FileMode) (durable.File, error) {
+	f, err := d.FS.OpenFile(name, flag, perm)
 	if err != nil {
-		return err
+		return nil, err // a nil File must not become a non-nil durable.File
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return f, nil
 }
 
 // osFile is an *os.File whose Sync is fdatasync. It keeps the *os.File's

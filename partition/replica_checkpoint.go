@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/raftq/raftq/internal/durable"
 )
 
 const replicaCheckpointName = "replica.checkpoint"
@@ -67,8 +69,8 @@ func readReplicaCheckpoint(dir string) (replicaCheckpoint, error) {
 	return decodeReplicaCheckpoint(b)
 }
 
-// writeReplicaCheckpoint replaces the checkpoint durably: temp file,
-// fsync, rename, fsync of the directory.
+// writeReplicaCheckpoint replaces the checkpoint durably
+// (internal/durable).
 func writeReplicaCheckpoint(dir string, c *replicaCheckpoint) error {
 	b, err := c.encode()
 	if err != nil {
@@ -79,16 +81,9 @@ func writeReplicaCheckpoint(dir string, c *replicaCheckpoint) error {
 
 // writeReplicaCheckpointFile replaces the checkpoint with an encoded one.
 func writeReplicaCheckpointFile(dir string, b []byte) error {
-	fsys := OSFS()
-	name := filepath.Join(dir, replicaCheckpointName)
-	if err := writeFile(fsys, name+".tmp", b, true); err != nil {
+	w := durable.Writer{FS: durableFS{OSFS()}}
+	if err := w.WriteFile(filepath.Join(dir, replicaCheckpointName), b, 0o644); err != nil {
 		return fmt.Errorf("write replica checkpoint: %w", err)
-	}
-	if err := fsys.Rename(name+".tmp", name); err != nil {
-		return fmt.Errorf("write replica checkpoint: %w", err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("write replica checkpoint: sync dir: %w", err)
 	}
 	return nil
 }

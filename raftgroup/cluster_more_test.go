@@ -11,8 +11,10 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 )
 
-func TestCluster_SnapshotInstall(t *testing.T) {
-	c := newCluster(t, 3, []uint64{1}, func(cfg *Config) {
+func TestCluster_SnapshotInstall(t *testing.T) { testSnapshotInstall(t, storageMode{}) }
+
+func testSnapshotInstall(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 3, []uint64{1}, func(cfg *Config) {
 		cfg.SnapshotEntries = 20
 		cfg.SnapshotCatchUpEntries = 5
 	})
@@ -93,8 +95,10 @@ func (c *cluster) waitConf(nodes []uint64, voters []uint64) {
 	}
 }
 
-func TestCluster_MembershipChange3to5to3(t *testing.T) {
-	c := newCluster(t, 3, []uint64{1}, nil)
+func TestCluster_MembershipChange3to5to3(t *testing.T) { testMembershipChange3to5to3(t, storageMode{}) }
+
+func testMembershipChange3to5to3(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 3, []uint64{1}, nil)
 	c.propose(c.leader(1), "three")
 	for _, id := range []uint64{4, 5} {
 		c.start(id)
@@ -283,8 +287,10 @@ func TestHost_WALSaveErrorStopsNode(t *testing.T) {
 // TestCluster_SnapshotByBytes: large entries trigger snapshots by size,
 // long before SnapshotEntries, and compaction keeps about
 // SnapshotCatchUpBytes behind them, so memory stays bounded.
-func TestCluster_SnapshotByBytes(t *testing.T) {
-	c := newCluster(t, 3, []uint64{1}, func(cfg *Config) {
+func TestCluster_SnapshotByBytes(t *testing.T) { testSnapshotByBytes(t, storageMode{}) }
+
+func testSnapshotByBytes(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 3, []uint64{1}, func(cfg *Config) {
 		cfg.SnapshotEntries = 1 << 30
 		cfg.SnapshotBytes = 64 << 10
 		cfg.SnapshotCatchUpBytes = 16 << 10

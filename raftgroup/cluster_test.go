@@ -46,6 +46,7 @@ type cluster struct {
 	t      testing.TB
 	net    *memNet
 	root   string
+	mode   storageMode
 	mod    func(*Config)
 	mu     sync.Mutex
 	hosts  map[uint64]*Host
@@ -54,7 +55,12 @@ type cluster struct {
 }
 
 func newCluster(t testing.TB, nodes int, groups []uint64, mod func(*Config)) *cluster {
-	c := &cluster{t: t, net: newMemNet(), root: t.TempDir(), mod: mod,
+	return newClusterIn(t, storageMode{}, nodes, groups, mod)
+}
+
+// newClusterIn is newCluster with its hosts storing groups in mode m.
+func newClusterIn(t testing.TB, m storageMode, nodes int, groups []uint64, mod func(*Config)) *cluster {
+	c := &cluster{t: t, net: newMemNet(), root: t.TempDir(), mode: m, mod: mod,
 		hosts: map[uint64]*Host{}, sms: map[uint64]map[uint64]*kvSM{}}
 	t.Cleanup(c.shutdown)
 	var peers []uint64
@@ -82,8 +88,7 @@ func (c *cluster) config(id uint64) Config {
 		c.fatals = append(c.fatals, err)
 		c.mu.Unlock()
 	}
-	cfg.SharedWAL = testSharedWAL
-	cfg.AsyncStorageWrites = testAsyncWrites
+	c.mode.apply(&cfg)
 	if c.mod != nil {
 		c.mod(&cfg)
 	}
@@ -96,7 +101,7 @@ func (c *cluster) start(id uint64) *Host {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if testSharedWAL && h.nodeLog == nil && h.cfg.NewStorage == nil {
+	if c.mode.sharedWAL && h.nodeLog == nil && h.cfg.NewStorage == nil {
 		c.t.Fatal("SharedWAL run without a node wal")
 	}
 	c.mu.Lock()

@@ -121,7 +121,7 @@
 //
 // Locks: Host.mu (the group map; held across CreateGroup's storage open
 // and replay), Host.countMu, Host.outMu, Host.heardMu, Group.mu (the
-// inbox), Group.statusMu, nodeLog.mu and retirer.mu. Their order, and
+// inbox), Group.statusMu, nodeLog.mu, retirer.mu and DiskStorage.mu. Their order, and
 // what each is held across, is in the repository's DESIGN.md ("Lock
 // order"), the one list for every package.
 //
@@ -172,7 +172,13 @@
 // it are retired on a goroutine of their own: renamed out of etcd's
 // sight, shrunk a little at a time, then unlinked (wal_retire.go). A
 // group's own WAL (DiskStorage) retires the segments its snapshots
-// release the same way.
+// release the same way. etcd's WAL replays from its snapshot and skips the
+// entries at or below it, overwrites included, so DiskStorage writes a
+// tail guard (a term-0 entry after the snapshot, dropped on replay) for a
+// snapshot after which the log holds nothing (storage_disk.go
+// guardSnapshot): otherwise a tail an overwrite or an install cut would
+// come back. raftgroup/storagetest is the Storage contract every
+// implementation runs (DiskStorage, the node WAL's, sim.Store).
 // Up to 64 groups are asked to snapshot (Group.snapshotNow), oldest
 // records first: those whose records outlived
 // the previous checkpoint and that wrote no entries since (idle, so an

@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-func TestCluster_Election(t *testing.T) {
+func TestCluster_Election(t *testing.T) { testElection(t, storageMode{}) }
+
+func testElection(t *testing.T, m storageMode) {
 	for _, n := range []int{3, 5} {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
-			c := newCluster(t, n, []uint64{1, 2}, nil)
+			c := newClusterIn(t, m, n, []uint64{1, 2}, nil)
 			for _, gid := range []uint64{1, 2} {
 				l := c.leader(gid)
 				if s := l.Status(); len(s.Voters) != n || s.Term == 0 {
@@ -112,8 +114,10 @@ func TestGroup_ProposeOnFollowerNamesLeader(t *testing.T) {
 	}
 }
 
-func TestCluster_FollowerRestartFromWAL(t *testing.T) {
-	c := newCluster(t, 3, []uint64{1}, nil)
+func TestCluster_FollowerRestartFromWAL(t *testing.T) { testFollowerRestartFromWAL(t, storageMode{}) }
+
+func testFollowerRestartFromWAL(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 3, []uint64{1}, nil)
 	l := c.leader(1)
 	for _, d := range seq("a", 0, 50) {
 		c.propose(l, d)
@@ -141,8 +145,10 @@ func TestCluster_FollowerRestartFromWAL(t *testing.T) {
 	c.converged(1, append(want, "after"), 1, 2, 3)
 }
 
-func TestCluster_LeaderKill(t *testing.T) {
-	c := newCluster(t, 5, []uint64{1}, nil)
+func TestCluster_LeaderKill(t *testing.T) { testLeaderKill(t, storageMode{}) }
+
+func testLeaderKill(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 5, []uint64{1}, nil)
 	l := c.leader(1)
 	old, oldTerm := l.node, l.Status().Term
 	for _, d := range seq("a", 0, 20) {
@@ -162,7 +168,11 @@ func TestCluster_LeaderKill(t *testing.T) {
 }
 
 func TestCluster_PartitionedLeaderLosesProposal(t *testing.T) {
-	c := newCluster(t, 3, []uint64{1}, nil)
+	testPartitionedLeaderLosesProposal(t, storageMode{})
+}
+
+func testPartitionedLeaderLosesProposal(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 3, []uint64{1}, nil)
 	l := c.leader(1)
 	c.propose(l, "before")
 	c.net.partition(l.node)
@@ -194,8 +204,10 @@ func TestCluster_PartitionedLeaderLosesProposal(t *testing.T) {
 	c.converged(1, []string{"before", "after"}, 1, 2, 3)
 }
 
-func TestGroup_TransferLeadership(t *testing.T) {
-	c := newCluster(t, 3, []uint64{1}, nil)
+func TestGroup_TransferLeadership(t *testing.T) { testTransferLeadership(t, storageMode{}) }
+
+func testTransferLeadership(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 3, []uint64{1}, nil)
 	l := c.leader(1)
 	c.propose(l, "x")
 	to := l.node%3 + 1

@@ -8,58 +8,67 @@ import (
 	"testing"
 )
 
-// testSharedWAL makes newCluster's hosts use the shared node WAL, and
-// testAsyncWrites turns on AsyncStorageWrites. Only TestSharedWAL and
-// TestAsyncStorageWrites set them, around subtests that run one at a time.
-var testSharedWAL, testAsyncWrites bool
+// storageMode is how a test cluster's hosts store their groups: on a WAL
+// per group or on the shared node WAL, written inline or with raft's
+// asynchronous storage writes. The cluster tests take it as a parameter,
+// so that every mode runs the same tests without a flipped global.
+type storageMode struct {
+	sharedWAL   bool // Config.SharedWAL
+	asyncWrites bool // Config.AsyncStorageWrites
+}
+
+func (m storageMode) apply(cfg *Config) {
+	cfg.SharedWAL = m.sharedWAL
+	cfg.AsyncStorageWrites = m.asyncWrites
+}
 
 // TestSharedWAL runs the cluster tests that restart nodes, kill leaders,
 // install snapshots and change membership again with every group of a
 // node on the shared node WAL.
-func TestSharedWAL(t *testing.T) {
-	testSharedWAL = true
-	defer func() { testSharedWAL = false }()
-	runClusterSuite(t)
-	t.Run("RemovedGroupStaysRemoved", testRemovedGroupStaysRemoved)
-	t.Run("IdleGroupDoesNotPinTheLog", testIdleGroupDoesNotPinTheLog)
-}
+func TestSharedWAL(t *testing.T) { runSharedWALSuite(t, storageMode{sharedWAL: true}) }
 
 // TestAsyncStorageWrites runs the same cluster tests with raft's
 // asynchronous storage writes: on the shared WAL, whose saves complete on
 // its flusher while the groups go on, and on a WAL per group, written
 // inline through the same message path.
 func TestAsyncStorageWrites(t *testing.T) {
-	testAsyncWrites = true
-	defer func() { testAsyncWrites = false }()
-	t.Run("SharedWAL", TestSharedWAL)
-	t.Run("GroupWAL", runClusterSuite)
+	t.Run("SharedWAL", func(t *testing.T) { runSharedWALSuite(t, storageMode{sharedWAL: true, asyncWrites: true}) })
+	t.Run("GroupWAL", func(t *testing.T) { runClusterSuite(t, storageMode{asyncWrites: true}) })
 }
 
-// runClusterSuite runs the cluster tests that exercise storage.
-func runClusterSuite(t *testing.T) {
+// runSharedWALSuite runs the cluster suite and the shared WAL's own
+// cluster tests in mode m.
+func runSharedWALSuite(t *testing.T, m storageMode) {
+	runClusterSuite(t, m)
+	t.Run("RemovedGroupStaysRemoved", func(t *testing.T) { testRemovedGroupStaysRemoved(t, m) })
+	t.Run("IdleGroupDoesNotPinTheLog", func(t *testing.T) { testIdleGroupDoesNotPinTheLog(t, m) })
+}
+
+// runClusterSuite runs the cluster tests that exercise storage in mode m.
+func runClusterSuite(t *testing.T, m storageMode) {
 	for _, tc := range []struct {
 		name string
-		test func(*testing.T)
+		test func(*testing.T, storageMode)
 	}{
-		{"Election", TestCluster_Election},
-		{"FollowerRestartFromWAL", TestCluster_FollowerRestartFromWAL},
-		{"LeaderKill", TestCluster_LeaderKill},
-		{"PartitionedLeaderLosesProposal", TestCluster_PartitionedLeaderLosesProposal},
-		{"SnapshotInstall", TestCluster_SnapshotInstall},
-		{"SnapshotByBytes", TestCluster_SnapshotByBytes},
-		{"MembershipChange3to5to3", TestCluster_MembershipChange3to5to3},
-		{"SnapshotPersistsInBackground", TestCluster_SnapshotPersistsInBackground},
-		{"TransferLeadership", TestGroup_TransferLeadership},
+		{"Election", testElection},
+		{"FollowerRestartFromWAL", testFollowerRestartFromWAL},
+		{"LeaderKill", testLeaderKill},
+		{"PartitionedLeaderLosesProposal", testPartitionedLeaderLosesProposal},
+		{"SnapshotInstall", testSnapshotInstall},
+		{"SnapshotByBytes", testSnapshotByBytes},
+		{"MembershipChange3to5to3", testMembershipChange3to5to3},
+		{"SnapshotPersistsInBackground", testSnapshotPersistsInBackground},
+		{"TransferLeadership", testTransferLeadership},
 	} {
-		t.Run(tc.name, tc.test)
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, m) })
 	}
 }
 
 // testRemovedGroupStaysRemoved: a group removed with purge must not come
 // back from the shared WAL when the node restarts and a group of the same
 // id is created again; it starts empty.
-func testRemovedGroupStaysRemoved(t *testing.T) {
-	c := newCluster(t, 1, []uint64{4}, nil)
+func testRemovedGroupStaysRemoved(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 1, []uint64{4}, nil)
 	l := c.leader(4)
 	for _, d := range seq("a", 0, 5) {
 		c.propose(l, d)
@@ -82,9 +91,9 @@ func testRemovedGroupStaysRemoved(t *testing.T) {
 // then idles, far below its snapshot thresholds, must not keep the node
 // WAL from deleting old segments while another group writes a lot: the
 // checkpoint asks it to snapshot. Its data survives a restart.
-func testIdleGroupDoesNotPinTheLog(t *testing.T) {
+func testIdleGroupDoesNotPinTheLog(t *testing.T, m storageMode) {
 	useWALSegmentSize(t, 64<<10)
-	c := newCluster(t, 1, []uint64{1, 2}, func(cfg *Config) { cfg.SnapshotBytes = 256 << 10 })
+	c := newClusterIn(t, m, 1, []uint64{1, 2}, func(cfg *Config) { cfg.SnapshotBytes = 256 << 10 })
 	c.propose(c.leader(1), "idle")
 	busy := c.leader(2)
 	big := strings.Repeat("x", 8<<10)

@@ -30,7 +30,11 @@ func (s *gatedSM) PrepareSnapshot() ([]byte, func() error, error) {
 // snapshot is being made durable, the group keeps committing and applying,
 // and records the snapshot (compacting its log) only once persist is done.
 func TestCluster_SnapshotPersistsInBackground(t *testing.T) {
-	c := newCluster(t, 3, nil, func(cfg *Config) {
+	testSnapshotPersistsInBackground(t, storageMode{})
+}
+
+func testSnapshotPersistsInBackground(t *testing.T, m storageMode) {
+	c := newClusterIn(t, m, 3, nil, func(cfg *Config) {
 		cfg.SnapshotEntries = 5
 		cfg.SnapshotCatchUpEntries = 2
 	})

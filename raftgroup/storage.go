@@ -9,6 +9,9 @@ import (
 //
 // Any error from Save, SaveSnapshot or Release is fatal to the node: the
 // group stops and the Host's fatal handler runs.
+//
+// raftgroup/storagetest states the contract in full and checks it; every
+// implementation runs it from its own package's tests.
 type Storage interface {
 	// Load returns what has been persisted; a new store returns the zero
 	// State. It is called once, before any write.

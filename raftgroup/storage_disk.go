@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/wal"
@@ -49,6 +50,17 @@ type DiskStorage struct {
 	zl    *zap.Logger
 	state State
 	last  *raftpb.HardState // last hard state saved, to mirror the WAL's sync rule
+	// mu makes a Save and a snapshot's tail guard (guardSnapshot), which
+	// a background snapshot writes, one step each: a guard must never
+	// land after an entry it would hide. It guards the fields below;
+	// the WAL's own lock is taken under it.
+	mu sync.Mutex
+	// lastIndex is the log's last index (the snapshot's if it has no
+	// entries after it), to know when a snapshot needs a tail guard.
+	lastIndex uint64
+	// guardAfter is an installed snapshot's index whose tail guard waits
+	// for the Save that commits it (guardSnapshot); 0: none.
+	guardAfter uint64
 	// retire takes the segments Release unlocks, off the caller's
 	// goroutine and a little at a time (wal_retire.go).
 	retire *retirer
@@ -116,10 +128,13 @@ func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
 		return fmt.Errorf("open wal %s: written for node/group %x, not %x", walDir, got, meta)
 	}
 	s.w = w
-	ptrEnts := make([]*raftpb.Entry, len(ents))
-	copy(ptrEnts, ents)
-	s.state = State{Snapshot: sn, HardState: hs, Entries: ptrEnts}
+	ents = dropGuard(ents)
+	s.state = State{Snapshot: sn, HardState: hs, Entries: ents}
 	s.last = hs
+	s.lastIndex = sn.GetMetadata().GetIndex()
+	if len(ents) > 0 {
+		s.lastIndex = ents[len(ents)-1].GetIndex()
+	}
 	return nil
 }
 
@@ -152,9 +167,21 @@ func (s *DiskStorage) Load() (State, error) { return s.state, nil }
 // must be durable before old log data is released) Save adds one.
 // FsyncNever turns every fsync off.
 func (s *DiskStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	walSyncs := len(ents) > 0 || hs != nil && (hs.GetTerm() != s.last.GetTerm() || hs.GetVote() != s.last.GetVote())
 	if err := s.w.Save(hs, ents); err != nil {
 		return fmt.Errorf("save wal %s: %w", s.dir, err)
+	}
+	if len(ents) > 0 {
+		s.lastIndex = ents[len(ents)-1].GetIndex()
+		s.guardAfter = 0 // they overwrite the stale tail themselves
+	}
+	if s.guardAfter > 0 && max(hs.GetCommit(), s.last.GetCommit()) >= s.guardAfter {
+		if err := s.guardTail(s.guardAfter); err != nil {
+			return err
+		}
+		s.guardAfter, walSyncs = 0, true
 	}
 	if !raft.IsEmptyHardState(hs) {
 		s.last = hs
@@ -167,19 +194,81 @@ func (s *DiskStorage) Save(hs *raftpb.HardState, ents []*raftpb.Entry, sync bool
 	return nil
 }
 
-// SaveSnapshot writes the snapshot file first and the WAL's snapshot record
-// second (fsynced), so that a WAL record never names a missing file; an
-// orphaned file is harmless.
-func (s *DiskStorage) SaveSnapshot(sn *raftpb.Snapshot, _ bool) error {
+// SaveSnapshot writes the snapshot file first, then a tail guard if the
+// log ends at the snapshot (guardSnapshot), and the WAL's snapshot record last
+// (fsynced), so that a WAL record never names a missing file; an orphaned
+// file is harmless.
+func (s *DiskStorage) SaveSnapshot(sn *raftpb.Snapshot, install bool) error {
 	if err := s.snaps.SaveSnap(sn); err != nil {
 		return fmt.Errorf("save snapshot %s: %w", s.dir, err)
 	}
 	md := sn.GetMetadata()
+	if err := s.guardSnapshot(md.GetIndex(), install); err != nil {
+		return err
+	}
 	rec := &walpb.Snapshot{Index: new(md.GetIndex()), Term: new(md.GetTerm()), ConfState: raftpb.EnsureConfState(md.GetConfState())}
 	if err := s.w.SaveSnapshot(rec); err != nil {
 		return fmt.Errorf("save wal snapshot record %s: %w", s.dir, err)
 	}
 	return nil
+}
+
+// guardSnapshot guards the log's tail (guardTail) for a snapshot at
+// index after which it holds nothing: an installed snapshot, or a local
+// one covering the whole log. The guard goes in now if the log reaches
+// index: a replay from an older snapshot, which is what etcd does while
+// the hard state's commit index is below this one's, then finds no gap
+// before it. An installed snapshot beyond the log waits for the Save
+// whose hard state commits it, making it the snapshot replay starts at; a
+// crash in between can let a stale tail come back, as it always could in
+// etcd.
+func (s *DiskStorage) guardSnapshot(index uint64, install bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.lastIndex >= index && (install || s.lastIndex == index):
+		if err := s.guardTail(index); err != nil {
+			return err
+		}
+	case install:
+		s.guardAfter = index
+	}
+	if install {
+		s.lastIndex = index
+	}
+	return nil
+}
+
+// guardTail writes a guard entry (term 0, which raft never uses) at
+// index+1, for a snapshot at index after which the log holds nothing: an
+// installed snapshot, or a local one covering the whole log.
+//
+// etcd's WAL replays from its snapshot record and skips the entries at or
+// below its index, overwrites among them included. A deposed leader's
+// entries after the index that an overwrite starting at or below it had
+// replaced, or that an installed snapshot replaced, would then come back
+// on replay. The guard, written after them, overwrites them on replay as
+// any entry does; the group's next entry, at index+1, overwrites the
+// guard, and dropGuard removes a guard nothing overwrote. With entries
+// after the snapshot the log needs no guard: the last write of index+1
+// overwrote whatever came before it.
+func (s *DiskStorage) guardTail(index uint64) error {
+	guard := &raftpb.Entry{Index: new(index + 1), Term: new(uint64(0)), Type: raftpb.EntryNormal.Enum()}
+	if err := s.w.Save(nil, []*raftpb.Entry{guard}); err != nil {
+		return fmt.Errorf("save wal tail guard %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// dropGuard cuts a replayed log at its tail guard, if one is left: only
+// the last entry can be one, since any later entry overwrites it.
+func dropGuard(ents []*raftpb.Entry) []*raftpb.Entry {
+	for i, e := range ents {
+		if e.GetTerm() == 0 {
+			return ents[:i]
+		}
+	}
+	return ents
 }
 
 // Release unlocks WAL segments wholly before snap, has the retirer take

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
+
+	"github.com/raftq/raftq/internal/durable"
 )
 
 // Retiring WAL segments. Unlinking a segment frees all of its blocks at
@@ -137,13 +139,8 @@ func eachUnlocked(dir string, fn func(path string) error) error {
 var errDirSync = errors.New("sync wal directory")
 
 func syncDir(dir string) error {
-	d, err := fileutil.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("%w %s: open: %w", errDirSync, dir, err)
-	}
-	defer d.Close()
-	if err := fileutil.Fsync(d); err != nil {
-		return fmt.Errorf("%w %s: %w", errDirSync, dir, err)
+	if err := durable.SyncDir(dir); err != nil {
+		return fmt.Errorf("%w: %w", errDirSync, err)
 	}
 	return nil
 }

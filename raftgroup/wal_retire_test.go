@@ -182,7 +182,7 @@ func TestDiskStorage_RetiresReleasedSegments(t *testing.T) {
 	}
 	before, _ := sortedNames(walDir, ".wal")
 	sn := &raftpb.Snapshot{Data: []byte("sm"), Metadata: &raftpb.SnapshotMetadata{Index: new(uint64(150)), Term: new(uint64(1)), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
-	if err := s.SaveSnapshot(sn, true); err != nil {
+	if err := s.SaveSnapshot(sn, false); err != nil { // local: entries 151-200 stay
 		t.Fatal(err)
 	}
 	if err := s.Release(sn); err != nil {

@@ -41,7 +41,10 @@
 //	go test ./sim -run 'TestSim$' -seed N -v
 //
 // Planted bugs (Config.LieAboutSync, Config.ApplyTwice) prove that the
-// checker fails when it should.
+// checker fails when it should. Store runs raftgroup/storagetest, the
+// Storage contract the real WALs run, so that a verdict resting on it
+// rests on the same promises (a clean Close is a clean stop; Crash is
+// the simulator's own).
 //
 // Goroutines: none. Run owns everything it creates; it is not safe to run
 // two simulations at once in one process (crypto/rand is process-global).

@@ -33,7 +33,9 @@ type write struct {
 	hs   *raftpb.HardState
 	ents []*raftpb.Entry
 	snap *raftpb.Snapshot
-	done func(error) // SaveAsync with sync: called once durable
+	// install: snap came from the leader and replaces the whole log.
+	install bool
+	done    func(error) // SaveAsync with sync: called once durable
 }
 
 var errClosed = errors.New("sim: store closed")
@@ -114,11 +116,13 @@ func (s *Store) Sync() {
 }
 
 // SaveSnapshot is durable on return, as the etcd WAL's snapshot record is.
-func (s *Store) SaveSnapshot(snap *raftpb.Snapshot, _ bool) error {
+// An installed snapshot (from the leader) replaces the whole log; a local
+// one covers only a prefix.
+func (s *Store) SaveSnapshot(snap *raftpb.Snapshot, install bool) error {
 	if s.closed {
 		return errClosed
 	}
-	s.pending = append(s.pending, write{snap: proto.Clone(snap).(*raftpb.Snapshot)})
+	s.pending = append(s.pending, write{snap: proto.Clone(snap).(*raftpb.Snapshot), install: install})
 	if !s.LieAboutSync {
 		s.flush(len(s.pending))
 	}
@@ -168,7 +172,7 @@ func (d *state) apply(w write) {
 		d.snap = w.snap
 		kept := d.ents[:0:0]
 		for _, e := range d.ents {
-			if e.GetIndex() > idx {
+			if e.GetIndex() > idx && !w.install {
 				kept = append(kept, e)
 			}
 		}
