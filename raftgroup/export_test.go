@@ -4,8 +4,12 @@ import (
 	"errors"
 	"path/filepath"
 
+	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 )
+
+// WALSegmentSize returns the current process-wide WAL segment size.
+func WALSegmentSize() int64 { return wal.SegmentSizeBytes }
 
 // Exports for the external test package (benchmarks over transport/peer,
 // which imports raftgroup and so cannot be imported by package raftgroup's

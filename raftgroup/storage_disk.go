@@ -35,9 +35,6 @@ func SetWALSegmentSize(bytes int64) {
 	wal.SegmentSizeBytes = bytes
 }
 
-// WALSegmentSize returns the current process-wide WAL segment size.
-func WALSegmentSize() int64 { return wal.SegmentSizeBytes }
-
 // keepSnapFiles is how many snapshot files Release leaves behind.
 const keepSnapFiles = 2
 
