@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -101,30 +102,27 @@ func (f *fetchResponse) discard() {
 // what WriteBody writes.
 func (f *fetchResponse) BodyLen() int { return f.bodyLen }
 
-// WriteBody writes the chunks to w and each range, between them, by
-// sendfile when w is a socket. It releases the ranges when it returns.
-func (f *fetchResponse) WriteBody(w io.Writer) (int64, error) {
+// WriteBody writes prefix with the first chunk (one writev), then each
+// range, by sendfile when w is a socket, and the chunk after it. It
+// releases the ranges when it returns.
+func (f *fetchResponse) WriteBody(w io.Writer, prefix []byte) (int64, error) {
 	if !f.claim() {
 		return 0, errFetchReleased
 	}
 	defer f.done()
-	var n int64
-	for k, c := range f.chunks {
-		m, err := w.Write(c)
-		n += int64(m)
-		if err != nil {
-			return n, err
-		}
-		if k == len(f.ranges) {
-			break
-		}
-		m64, err := f.ranges[k].r.WriteTo(w)
-		n += m64
-		if err != nil {
-			return n, err
+	bufs := net.Buffers{prefix, f.chunks[0]}
+	n, err := bufs.WriteTo(w)
+	for k := 0; err == nil && k < len(f.ranges); k++ {
+		var m int64
+		m, err = f.ranges[k].r.WriteTo(w)
+		n += m
+		if c := f.chunks[k+1]; err == nil && len(c) > 0 {
+			var m int
+			m, err = w.Write(c)
+			n += int64(m)
 		}
 	}
-	return n, nil
+	return n, err
 }
 
 // take hands the ranges to the caller, who must release them, or returns

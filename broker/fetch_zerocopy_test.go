@@ -68,7 +68,8 @@ func kmsgEncoding(t testing.TB, f *fetchResponse) []byte {
 }
 
 // sendBody writes f's body to a loopback TCP connection, so the ranges go
-// by sendfile, and returns what the other end read.
+// by sendfile, after a prefix as the server's writer passes one, and
+// returns what the other end read after the prefix.
 func sendBody(t testing.TB, f *fetchResponse) []byte {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -88,7 +89,7 @@ func sendBody(t testing.TB, f *fetchResponse) []byte {
 			return
 		}
 		defer c.Close()
-		n, err := f.WriteBody(c)
+		n, err := f.WriteBody(c, []byte("prefix"))
 		done <- written{n, err}
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
@@ -101,10 +102,13 @@ func sendBody(t testing.TB, f *fetchResponse) []byte {
 		t.Fatal(err)
 	}
 	w := <-done
-	if w.err != nil || w.n != int64(len(got)) || w.n != int64(f.BodyLen()) {
-		t.Fatalf("WriteBody = %d, %v; read %d; BodyLen %d", w.n, w.err, len(got), f.BodyLen())
+	if w.err != nil || w.n != int64(len(got)) || w.n != int64(len("prefix")+f.BodyLen()) {
+		t.Fatalf("WriteBody = %d, %v; read %d; BodyLen %d after a 6-byte prefix", w.n, w.err, len(got), f.BodyLen())
 	}
-	return got
+	if !bytes.HasPrefix(got, []byte("prefix")) {
+		t.Fatal("WriteBody did not send the prefix first")
+	}
+	return got[len("prefix"):]
 }
 
 // recordsInBatches counts the records of a record set of many batches.
@@ -224,7 +228,7 @@ func TestSpliceRecords_EveryFieldAtEveryVersion(t *testing.T) {
 		f.seal(context.Background())
 		want := kmsgEncoding(t, f)
 		var got bytes.Buffer
-		n, err := f.WriteBody(&got)
+		n, err := f.WriteBody(&got, nil)
 		if err != nil || n != int64(f.BodyLen()) || !bytes.Equal(got.Bytes(), want) {
 			t.Fatalf("v%d: WriteBody = %d, %v (BodyLen %d); equal to kmsg's %d bytes: %t",
 				v, n, err, f.BodyLen(), len(want), bytes.Equal(got.Bytes(), want))
@@ -328,12 +332,12 @@ func TestFetchResponse_ReleasesRangesOnEveryPath(t *testing.T) {
 	}{
 		{"written after retention", fetchAt0, func(t *testing.T, f *fetchResponse, _ func(), want []byte) {
 			var buf bytes.Buffer
-			if n, err := f.WriteBody(&buf); err != nil || n != int64(f.BodyLen()) || !bytes.Equal(buf.Bytes(), want) {
+			if n, err := f.WriteBody(&buf, nil); err != nil || n != int64(f.BodyLen()) || !bytes.Equal(buf.Bytes(), want) {
 				t.Fatalf("WriteBody = %d, %v; want the %d bytes encoded before retention", n, err, len(want))
 			}
 		}},
 		{"write fails midway", fetchAt0, func(t *testing.T, f *fetchResponse, _ func(), _ []byte) {
-			if _, err := f.WriteBody(&failingWriter{left: 10}); err == nil {
+			if _, err := f.WriteBody(&failingWriter{left: 10}, nil); err == nil {
 				t.Fatal("WriteBody to a failing writer succeeded")
 			}
 		}},
@@ -341,7 +345,7 @@ func TestFetchResponse_ReleasesRangesOnEveryPath(t *testing.T) {
 			cancel()
 			eventually(t, "the ranges released", func() bool { return f.state.Load() == fetchReleased })
 			var buf bytes.Buffer
-			if n, err := f.WriteBody(&buf); !errors.Is(err, errFetchReleased) || n != 0 || buf.Len() != 0 {
+			if n, err := f.WriteBody(&buf, nil); !errors.Is(err, errFetchReleased) || n != 0 || buf.Len() != 0 {
 				t.Fatalf("WriteBody after release = %d, %v; want nothing written, %v", n, err, errFetchReleased)
 			}
 		}},

@@ -54,9 +54,10 @@
 // call on; it may keep them as long as it likes. Strings are copies.
 //
 // Zero-copy seam: a Response that also implements BodyWriter is written by
-// its WriteBody straight to the socket (after the server writes the size
-// and header), so a Fetch can later send segment bytes with sendfile or
-// writev. It must write exactly BodyLen bytes.
+// its WriteBody straight to the socket, so a Fetch sends segment bytes
+// with sendfile. The server hands it what must go first (buffered earlier
+// responses, the size and the header) to send in its first write (a
+// writev). It must write exactly that prefix and BodyLen bytes.
 //
 // Per-connection state: *Conn gives the handler the connection id, the
 // remote and local addresses, the latest client id, the client software

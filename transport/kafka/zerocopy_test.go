@@ -25,7 +25,7 @@ type fileResponse struct {
 
 func (r *fileResponse) BodyLen() int { return r.n + r.lie }
 
-func (r *fileResponse) WriteBody(w io.Writer) (int64, error) {
+func (r *fileResponse) WriteBody(w io.Writer, prefix []byte) (int64, error) {
 	_, isTCP := w.(*net.TCPConn)
 	r.sawTCP.Store(isTCP)
 	f, err := os.Open(r.path)
@@ -33,7 +33,12 @@ func (r *fileResponse) WriteBody(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	return io.Copy(w, f) // *net.TCPConn.ReadFrom: sendfile on Linux
+	n, err := w.Write(prefix)
+	if err != nil {
+		return int64(n), err
+	}
+	m, err := io.Copy(w, f) // *net.TCPConn.ReadFrom: sendfile on Linux
+	return int64(n) + m, err
 }
 
 func newFileResponse(t *testing.T, resp *kmsg.MetadataResponse) *fileResponse {
