@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,9 @@ import (
 //     the records into the response (Range.AppendTo, then the writer's
 //     AppendTo), which is what Fetch did before zero copy;
 //   - path=tcp: a plain loopback TCP stream of the same number of bytes in
-//     writes of the same size, from memory: the floor.
+//     writes of the same size, from memory: the floor;
+//   - path=tcp-sendfile: the same stream, sent by sendfile from the
+//     partition's segment file: the floor for zero copy.
 //
 // shape=bulk is a consumer catching up: batches of 1,000 records and
 // kgo's default limits (1 MiB per partition, 50 MiB per response), so
@@ -57,6 +61,7 @@ func BenchmarkFetch_OneConsumer(b *testing.B) {
 		partitionMaxBytes       int32
 		topic                   string
 		logBytes, perFetchBytes int64
+		segment                 *os.File // the partition's one segment file
 	}{
 		{name: "bulk", batches: 300, batchRecords: 1000, partitionMaxBytes: 1 << 20},
 		{name: "small", batches: 2000, batchRecords: 10, partitionMaxBytes: 1},
@@ -67,6 +72,11 @@ func BenchmarkFetch_OneConsumer(b *testing.B) {
 		size := produceForFetch(b, c, sh.topic, sh.batches, sh.batchRecords)
 		sh.logBytes = int64(sh.batches * size)
 		sh.perFetchBytes = int64(size * max(1, int(sh.partitionMaxBytes)/size))
+		sh.segment, err = os.Open(filepath.Join(n.logDir(sh.topic, 0), fmt.Sprintf("%020d.log", 0)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = sh.segment.Close() })
 	}
 	for _, sh := range shapes {
 		records := sh.batches * sh.batchRecords
@@ -87,15 +97,19 @@ func BenchmarkFetch_OneConsumer(b *testing.B) {
 			name := fmt.Sprintf("shape=%s/round=%d/path=", sh.name, round)
 			b.Run(name+"zerocopy", consume(c.cfgs[1].KafkaAddr))
 			b.Run(name+"copy", consume(copySrv.Addr().String()))
-			b.Run(name+"tcp", func(b *testing.B) {
-				b.SetBytes(sh.logBytes)
-				b.ResetTimer()
-				cpu := processCPU()
-				for range b.N {
-					tcp.copy(b, sh.logBytes, sh.perFetchBytes)
+			stream := func(file *os.File) func(b *testing.B) {
+				return func(b *testing.B) {
+					b.SetBytes(sh.logBytes)
+					b.ResetTimer()
+					cpu := processCPU()
+					for range b.N {
+						tcp.copy(b, tcpAsk{total: sh.logBytes, chunk: sh.perFetchBytes, file: file})
+					}
+					reportRates(b, records, processCPU()-cpu)
 				}
-				reportRates(b, records, processCPU()-cpu)
-			})
+			}
+			b.Run(name+"tcp", stream(nil))
+			b.Run(name+"tcp-sendfile", stream(sh.segment))
 		}
 	}
 }
@@ -243,8 +257,15 @@ func (fc *fetchConsumer) fetch(b *testing.B, offset int64) (int, int64, int64) {
 // asked to from memory.
 type tcpBaseline struct {
 	c    net.Conn
-	asks chan [2]int64 // total bytes, write size
+	asks chan tcpAsk
 	buf  []byte
+}
+
+// tcpAsk is total bytes in writes of chunk bytes, from memory or, when
+// file is set, by sendfile from it.
+type tcpAsk struct {
+	total, chunk int64
+	file         *os.File
 }
 
 func newTCPBaseline(b *testing.B) *tcpBaseline {
@@ -254,7 +275,7 @@ func newTCPBaseline(b *testing.B) *tcpBaseline {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = ln.Close() })
-	t := &tcpBaseline{asks: make(chan [2]int64)}
+	t := &tcpBaseline{asks: make(chan tcpAsk)}
 	src := []byte(strings.Repeat("x", 1<<20))
 	go func() {
 		s, err := ln.Accept()
@@ -263,8 +284,14 @@ func newTCPBaseline(b *testing.B) *tcpBaseline {
 		}
 		defer s.Close()
 		for ask := range t.asks {
-			for left := ask[0]; left > 0; left -= ask[1] {
-				if _, err := s.Write(src[:min(left, ask[1])]); err != nil {
+			for pos := int64(0); pos < ask.total; pos += ask.chunk {
+				n := min(ask.total-pos, ask.chunk)
+				if ask.file != nil {
+					_, err = s.(*net.TCPConn).ReadFrom(io.NewSectionReader(ask.file, pos, n)) // sendfile
+				} else {
+					_, err = s.Write(src[:n])
+				}
+				if err != nil {
 					return
 				}
 			}
@@ -278,9 +305,10 @@ func newTCPBaseline(b *testing.B) *tcpBaseline {
 	return t
 }
 
-// copy has total bytes sent in writes of chunk bytes and reads them.
-func (t *tcpBaseline) copy(b *testing.B, total, chunk int64) {
-	t.asks <- [2]int64{total, chunk}
+// copy has the far end send what ask says and reads it.
+func (t *tcpBaseline) copy(b *testing.B, ask tcpAsk) {
+	t.asks <- ask
+	total, chunk := ask.total, ask.chunk
 	if int64(len(t.buf)) < chunk {
 		t.buf = make([]byte, chunk)
 	}
