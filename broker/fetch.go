@@ -16,9 +16,7 @@ import (
 // to that replica's high watermark (its applied end: followers serve
 // reads too), and long-polls until MinBytes are there or MaxWait passes.
 // Fetch sessions are declined (session id 0), so clients send full
-// requests; Kafka allows a broker to do that. The records are not read:
-// the response (fetchResponse) holds where they lie and the connection's
-// writer sends them from the segment files.
+// requests; Kafka allows a broker to do that.
 func (n *Node) serveFetch(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.FetchRequest)
 	f := kafka.NewFuture()
@@ -28,28 +26,20 @@ func (n *Node) serveFetch(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	return f
 }
 
-// fetch answers r; ctx is the connection's, whose end releases the
-// response's ranges if they were not written.
-func (n *Node) fetch(ctx context.Context, r *kmsg.FetchRequest) *fetchResponse {
+func (n *Node) fetch(ctx context.Context, r *kmsg.FetchRequest) *kmsg.FetchResponse {
 	deadline := time.Now().Add(time.Duration(max(r.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
-		resp, watches := n.fetchOnce(r)
-		if resp.bytes >= int(r.MinBytes) || len(watches) == 0 || !time.Now().Before(deadline) {
-			return n.sealFetch(ctx, resp)
+		resp, size, watches := n.fetchOnce(r)
+		if size >= int(r.MinBytes) || len(watches) == 0 || !time.Now().Before(deadline) {
+			n.metrics.countFetch(resp)
+			return resp
 		}
-		resp.discard()
 		if !waitAny(ctx, watches, deadline) {
-			resp, _ = n.fetchOnce(r)
-			return n.sealFetch(ctx, resp)
+			resp, _, _ = n.fetchOnce(r)
+			n.metrics.countFetch(resp)
+			return resp
 		}
 	}
-}
-
-// sealFetch makes resp ready to write.
-func (n *Node) sealFetch(ctx context.Context, resp *fetchResponse) *fetchResponse {
-	n.metrics.countFetch(resp.bytes)
-	resp.seal(ctx)
-	return resp
 }
 
 // waitAny blocks until one of watches fires (true) or the deadline or ctx
@@ -68,16 +58,16 @@ func waitAny(ctx context.Context, watches []<-chan struct{}, deadline time.Time)
 	return chosen >= 2
 }
 
-// fetchOnce builds one response from the logs as they are now, holding a
-// Range for every partition with records. It also returns, for partitions
-// that had no error, the channels that fire when their high watermark
-// moves.
-func (n *Node) fetchOnce(r *kmsg.FetchRequest) (*fetchResponse, []<-chan struct{}) {
-	resp := &fetchResponse{FetchResponse: r.ResponseKind().(*kmsg.FetchResponse)}
+// fetchOnce builds one response from the logs as they are now. It returns
+// the bytes of records in it and, for partitions that had no error, the
+// channels that fire when their high watermark moves.
+func (n *Node) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(r.MaxBytes)
 	if r.Version < 3 || budget <= 0 {
 		budget = 1 << 30
 	}
+	total := 0
 	var watches []<-chan struct{}
 	for i := range r.Topics {
 		rt := &r.Topics[i]
@@ -86,11 +76,8 @@ func (n *Node) fetchOnce(r *kmsg.FetchRequest) (*fetchResponse, []<-chan struct{
 		name := topicName(n, rt.Topic, rt.TopicID)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			sp, rng, w := n.fetchPartition(r, name, rp, budget-resp.bytes, resp.bytes == 0)
-			if rng != nil {
-				resp.ranges = append(resp.ranges, fetchRange{topic: i, partition: j, r: rng})
-				resp.bytes += int(rng.Size)
-			}
+			sp, w := n.fetchPartition(r, name, rp, budget-total, total == 0)
+			total += len(sp.RecordBatches)
 			if w != nil {
 				watches = append(watches, w)
 			}
@@ -98,35 +85,32 @@ func (n *Node) fetchOnce(r *kmsg.FetchRequest) (*fetchResponse, []<-chan struct{
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	return resp, watches
+	return resp, total, watches
 }
 
-// fetchPartition answers one partition. When it has records it returns
-// their Range, which the caller must release, and leaves the record set
-// empty.
-func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.FetchRequestTopicPartition, budget int, first bool) (kmsg.FetchResponseTopicPartition, *partition.Range, <-chan struct{}) {
+func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.FetchRequestTopicPartition, budget int, first bool) (kmsg.FetchResponseTopicPartition, <-chan struct{}) {
 	sp := kmsg.NewFetchResponseTopicPartition()
 	sp.Partition = rp.Partition
 	sp.RecordBatches = []byte{} // empty, not null: librdkafka refuses a null record set
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 	rep, internal := n.dataFor(topic, rp.Partition)
 	if internal {
-		return emptyFetch(sp, rp.FetchOffset), nil, nil
+		return emptyFetch(sp, rp.FetchOffset), nil
 	}
 	if rep == nil {
 		sp.ErrorCode = n.noReplicaCode(topic, rp.Partition, r.Version)
-		return sp, nil, nil
+		return sp, nil
 	}
 	repl := rep.data.repl
 	st := repl.Leadership()
 	if code := epochCheck(rp.CurrentLeaderEpoch, st.Epoch); code != 0 {
 		sp.ErrorCode = code
-		return sp, nil, nil
+		return sp, nil
 	}
 	if r.Version < 10 && rep.data.codec.Load() == int32(partition.CodecZstd) {
 		// As Kafka: a client that fetches below v10 cannot read zstd.
 		sp.ErrorCode = kerr.UnsupportedCompressionType.Code
-		return sp, nil, nil
+		return sp, nil
 	}
 	// Caught up is checked before the high watermark is read: see
 	// replication.CaughtUp.
@@ -136,28 +120,22 @@ func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.Fetch
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, l.StartOffset()
 	if code := offsetCheck(caughtUp, rp.FetchOffset, l.StartOffset(), hw); code != 0 {
 		sp.ErrorCode = code
-		return sp, nil, nil
+		return sp, nil
 	}
 	if rp.FetchOffset == hw {
-		return sp, nil, changed
+		return sp, changed
 	}
 	limit := min(int(rp.PartitionMaxBytes), budget)
 	if !first && limit <= 0 {
-		return sp, nil, nil
+		return sp, nil
 	}
-	// The range ends below hw, and raft never truncates committed
-	// entries, so its bytes stay as they are until it is released;
-	// retention may delete the segment, but the range keeps it open.
-	rng, err := l.ReadRange(rp.FetchOffset, max(limit, 1), hw)
+	b, err := l.Read(rp.FetchOffset, max(limit, 1), hw)
 	if err != nil {
 		sp.ErrorCode = partition.ErrorCode(err)
-		return sp, nil, nil
+		return sp, nil
 	}
-	if rng.Size == 0 {
-		rng.Release()
-		return sp, nil, nil
-	}
-	return sp, rng, nil
+	sp.RecordBatches = b
+	return sp, nil
 }
 
 // emptyFetch answers a fetch of a __consumer_offsets partition as one of

@@ -22,7 +22,7 @@ func unitFetch(t *testing.T, n *Node, offset int64, epoch int32, mod func(*kmsg.
 	if mod != nil {
 		mod(req)
 	}
-	return fetchPart(inlineFetch(t, n.fetch(context.Background(), req)))
+	return fetchPart(n.fetch(context.Background(), req))
 }
 
 func commitValues(t *testing.T, f *fakeReplication, values ...string) {

@@ -100,8 +100,15 @@ func (m *metrics) countProduce(resp *kmsg.ProduceResponse) {
 	}
 }
 
-// countFetch counts the record bytes of one Fetch response.
-func (m *metrics) countFetch(n int) { m.fetchBytes.Add(float64(n)) }
+func (m *metrics) countFetch(resp *kmsg.FetchResponse) {
+	n := 0
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			n += len(p.RecordBatches)
+		}
+	}
+	m.fetchBytes.Add(float64(n))
+}
 
 // partitionCollector reports each local replica's raft and log state.
 type partitionCollector struct{ n *Node }
