@@ -53,12 +53,6 @@
 // buffer (Produce record batches), belongs to the handler from the Serve
 // call on; it may keep them as long as it likes. Strings are copies.
 //
-// Zero-copy seam: a Response that also implements BodyWriter is written by
-// its WriteBody straight to the socket, so a Fetch sends segment bytes
-// with sendfile. The server hands it what must go first (buffered earlier
-// responses, the size and the header) to send in its first write (a
-// writev). It must write exactly that prefix and BodyLen bytes.
-//
 // Per-connection state: *Conn gives the handler the connection id, the
 // remote and local addresses, the latest client id, the client software
 // name and version from ApiVersions v3+, and a Context cancelled when the

@@ -98,9 +98,6 @@ func (w *respWriter) handle(it item) error {
 	if err := checkResponse(it, resp); err != nil {
 		return err
 	}
-	if bw, ok := resp.(BodyWriter); ok {
-		return w.writeBody(it, bw)
-	}
 	start := len(w.out)
 	w.out = appendResponseHeader(w.out, it.corr, it.flexible)
 	w.out = resp.AppendTo(w.out)
@@ -131,31 +128,6 @@ func (w *respWriter) await(p Pending) error {
 	}
 }
 
-// writeBody writes a BodyWriter response: WriteBody sends what is
-// buffered, then the header, then the body, straight to the socket.
-func (w *respWriter) writeBody(it item, bw BodyWriter) error {
-	n := bw.BodyLen()
-	start := len(w.out)
-	w.out = appendResponseHeader(w.out, it.corr, it.flexible)
-	if err := patchSize(w.out[start:], len(w.out)-start-4+n); err != nil || n < 0 {
-		w.out = w.out[:start]
-		return fmt.Errorf("%w: BodyWriter length %d", ErrBadResponse, n)
-	}
-	want := int64(len(w.out) + n)
-	w.c.armWrite()
-	written, err := bw.WriteBody(w.c.nc, w.out)
-	if err != nil {
-		return fmt.Errorf("write %s body: %w", kmsg.NameForKey(it.key), err)
-	}
-	if written != want {
-		return fmt.Errorf("%w: %s BodyWriter wrote %d of %d bytes", ErrBadResponse, kmsg.NameForKey(it.key), written, want)
-	}
-	w.resetOut()
-	w.batch = append(w.batch, it)
-	w.report()
-	return nil
-}
-
 // flush writes the buffer and reports the requests it answered; on error
 // they stay in the batch for failBatch.
 func (w *respWriter) flush() error {
@@ -164,28 +136,19 @@ func (w *respWriter) flush() error {
 		if _, err := w.c.nc.Write(w.out); err != nil {
 			return fmt.Errorf("write responses: %w", err)
 		}
-		w.resetOut()
+		if cap(w.out) > maxKeptBuffer {
+			w.out = nil
+		} else {
+			w.out = w.out[:0]
+		}
 	}
-	w.report()
-	return nil
-}
-
-func (w *respWriter) resetOut() {
-	if cap(w.out) > maxKeptBuffer {
-		w.out = nil
-	} else {
-		w.out = w.out[:0]
-	}
-}
-
-// report tells the observer that the batch's responses are written.
-func (w *respWriter) report() {
 	now := time.Now()
 	for _, it := range w.batch {
 		w.c.srv.obs.RequestDone(w.c, it.key, it.version, it.outcome, now.Sub(it.received))
 		w.c.release()
 	}
 	w.batch = w.batch[:0]
+	return nil
 }
 
 // failBatch reports buffered requests whose responses will never be
