@@ -68,7 +68,7 @@ func (osFS) SyncDir(name string) error {
 }
 
 // osFile is an *os.File whose Sync is fdatasync. It keeps the *os.File's
-// SyscallConn, which Range.WriteTo uses for sendfile.
+// SyscallConn, which startWriteback uses for sync_file_range.
 type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return fdatasync(f.File) }
