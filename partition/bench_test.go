@@ -144,12 +144,12 @@ func benchRead(b *testing.B, batch []byte, maxBytes int) {
 	var buf []byte
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := l.ReadRange(rng.Int64N(end), maxBytes, end)
+		r, err := l.readSpan(rng.Int64N(end), maxBytes, end)
 		if err != nil {
 			b.Fatal(err)
 		}
-		buf, err = r.AppendTo(buf[:0])
-		r.Release()
+		buf, err = r.appendTo(buf[:0])
+		r.release()
 		if err != nil {
 			b.Fatal(err)
 		}

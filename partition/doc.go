@@ -75,10 +75,12 @@
 // high watermark). The segment is found by binary search over base
 // offsets, the batch by the sparse index and a short header walk (a read
 // touches about one index interval of headers, whatever its size). Offsets
-// below the start or above the end give *OffsetOutOfRangeError. ReadRange
-// returns the same bytes as a file and byte range (Range) for sendfile;
-// Range.WriteTo does a positional sendfile to a socket. A Range keeps its
-// segment file open, even through retention, until Release.
+// below the start or above the end give *OffsetOutOfRangeError. Read
+// copies the bytes after releasing Log.mu, holding a reference on the
+// segment (a span) meanwhile, so a retention that deletes the segment
+// concurrently does not close the file under it. A zero-copy read
+// (sendfile from the segment file) was built and removed: it was no
+// faster on loopback from cache (BENCHMARKS.md).
 //
 // HighWatermark, SetHighWatermark, WatchHighWatermark (value plus a channel
 // closed at the next change, for fetch long-polls over many partitions),
@@ -133,7 +135,7 @@
 // One goroutine (the raft apply loop) owns the mutators: Append,
 // AppendValidated, Roll, Sync, Truncate, Reset, AdvanceStart,
 // ApplyRetention, SetHighWatermark and Close. They are serialised by
-// writeMu regardless. Any number of goroutines read: Read, ReadRange,
+// writeMu regardless. Any number of goroutines read: Read,
 // ListOffset, OffsetForTimestamp, RetentionOffset, the offset getters and
 // the waiters.
 //

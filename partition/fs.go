@@ -74,7 +74,7 @@ func (d durableFS) OpenFile(name string, flag int, perm fs.FileMode) (durable.Fi
 }
 
 // osFile is an *os.File whose Sync is fdatasync. It keeps the *os.File's
-// SyscallConn, which Range.WriteTo uses for sendfile.
+// SyscallConn, which startWriteback uses for sync_file_range.
 type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return fdatasync(f.File) }

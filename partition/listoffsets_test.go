@@ -68,10 +68,10 @@ func batchBoundaryAtOrBelow(t *testing.T, l *Log, offset int64) int64 {
 	if offset >= l.EndOffset() {
 		return l.EndOffset()
 	}
-	r, err := l.ReadRange(offset, 1, l.EndOffset())
+	r, err := l.readSpan(offset, 1, l.EndOffset())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Release()
-	return r.First
+	defer r.release()
+	return r.first
 }

@@ -95,7 +95,8 @@ func Open(dir string, cfg Config) (*Log, error) {
 
 // Close makes everything durable (unless the log has failed), writes the
 // indexes and a checkpoint that lets the next Open skip reading the log,
-// and closes the files. Open Ranges stay readable until released.
+// and closes the files. A Read in progress still completes: its segment
+// reference keeps the file open until it has copied.
 func (l *Log) Close() error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()

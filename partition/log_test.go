@@ -159,12 +159,12 @@ func TestLog_ReadStaysInOneSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, uniformBatch(t, 2, 10, 0), 0)
-	r, err := l.ReadRange(0, 1<<20, 4)
+	r, err := l.readSpan(0, 1<<20, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Release()
-	if r.First != 0 || r.Next != 2 || r.Segment != 0 {
+	defer r.release()
+	if r.first != 0 || r.next != 2 || r.base != 0 {
 		t.Fatalf("range %+v, want the first segment's one batch", r)
 	}
 	if segs := l.Segments(); len(segs) != 2 || segs[1].Base != 2 {
@@ -263,13 +263,13 @@ func TestLog_ReopenKeepsEverything(t *testing.T) {
 	}
 	var got []byte
 	for off := l.StartOffset(); off < l.EndOffset(); {
-		r, err := l.ReadRange(off, 1<<20, l.EndOffset())
+		r, err := l.readSpan(off, 1<<20, l.EndOffset())
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ = r.AppendTo(got)
-		off = r.Next
-		r.Release()
+		got, _ = r.appendTo(got)
+		off = r.next
+		r.release()
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("reopened log holds %d bytes, want the %d appended", len(got), len(want))
@@ -387,5 +387,31 @@ func TestLog_WritebackFollowsAppends(t *testing.T) {
 	}
 	if s.writtenBack != 0 {
 		t.Fatalf("writeback mark %d beyond the truncated segment", s.writtenBack)
+	}
+}
+
+// Read copies after it lets Log.mu go: its span keeps the segment file
+// open through a retention that deletes it.
+func TestLog_ReadSpanOutlivesRetention(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 2048
+	l := openLog(t, t.TempDir(), cfg)
+	fillLog(t, l, 30)
+	r, err := l.readSpan(0, 1<<20, l.EndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := r.appendTo(nil)
+	if err := l.AdvanceStart(l.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.appendTo(nil)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("span over a deleted segment: %v", err)
+	}
+	r.release()
+	r.release() // idempotent
+	if _, err := r.seg.f.ReadAt(make([]byte, 1), 0); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("deleted segment still open after the last release: %v", err)
 	}
 }

@@ -8,50 +8,41 @@ import (
 	"sync/atomic"
 )
 
-// Range is the location of whole batches inside one segment file, for a
-// reader that copies them itself (sendfile) instead of through Read. The
-// file stays open, even if retention deletes the segment, until Release.
-type Range struct {
-	Segment int64 // base offset of the segment (its file name)
-	Pos     int64 // byte position of the first batch in the .log file
-	Size    int64 // bytes; zero when there is nothing to read
-	First   int64 // base offset of the first batch
-	Next    int64 // offset after the last batch: where the next read starts
+// span is where whole batches lie inside one segment file. It holds a
+// reference on the segment, so the file stays open, even if retention
+// deletes the segment meanwhile, until release: Read copies the bytes
+// after Log.mu is let go.
+type span struct {
+	base  int64 // base offset of the segment (its file name)
+	pos   int64 // byte position of the first batch in the .log file
+	size  int64 // bytes; zero when there is nothing to read
+	first int64 // base offset of the first batch
+	next  int64 // offset after the last batch: where the next read starts
 
 	seg      *segment
 	released atomic.Bool
 }
 
-// File returns the segment file behind the range, or nil for an empty
-// range. Use it with explicit positions (ReadAt, or sendfile with an
-// offset); it is shared with other readers.
-func (r *Range) File() File {
-	if r.seg == nil {
-		return nil
-	}
-	return r.seg.f
-}
-
-// AppendTo appends the range's bytes to dst.
-func (r *Range) AppendTo(dst []byte) ([]byte, error) {
-	if r.Size == 0 {
+// appendTo appends the span's bytes to dst.
+func (r *span) appendTo(dst []byte) ([]byte, error) {
+	if r.size == 0 {
 		return dst, nil
 	}
 	n := len(dst)
-	dst = append(dst, make([]byte, r.Size)...)
-	got, err := r.seg.f.ReadAt(dst[n:], r.Pos)
-	if int64(got) < r.Size {
+	dst = append(dst, make([]byte, r.size)...)
+	got, err := r.seg.f.ReadAt(dst[n:], r.pos)
+	if int64(got) < r.size {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		return dst[:n], fmt.Errorf("read segment %d at %d: %w: %w", r.Segment, r.Pos, ErrCorruptLog, err)
+		return dst[:n], fmt.Errorf("read segment %d at %d: %w: %w", r.base, r.pos, ErrCorruptLog, err)
 	}
 	return dst, nil
 }
 
-// Release lets the segment file close (once it is deleted and no other
+// release lets the segment file close (once it is deleted and no other
 // reader holds it). It is safe to call more than once.
-func (r *Range) Release() {
+func (r *span) release() {
 	if r.seg != nil && r.released.CompareAndSwap(false, true) {
 		r.seg.release()
 	}
@@ -64,17 +55,17 @@ func (r *Range) Release() {
 // bytes and no error. Below the log start or above the end it returns an
 // *OffsetOutOfRangeError.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64) ([]byte, error) {
-	r, err := l.ReadRange(offset, maxBytes, upTo)
+	r, err := l.readSpan(offset, maxBytes, upTo)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Release()
-	return r.AppendTo(nil)
+	defer r.release()
+	return r.appendTo(nil)
 }
 
-// ReadRange is Read without the copy: it returns where the batches lie.
-// The caller must Release the range.
-func (l *Log) ReadRange(offset int64, maxBytes int, upTo int64) (*Range, error) {
+// readSpan finds the batches Read returns. The caller must release the
+// span.
+func (l *Log) readSpan(offset int64, maxBytes int, upTo int64) (*span, error) {
 	v, end, err := l.locate(offset)
 	if err != nil {
 		return nil, err
@@ -82,14 +73,14 @@ func (l *Log) ReadRange(offset int64, maxBytes int, upTo int64) (*Range, error) 
 	upTo = min(upTo, end)
 	if offset >= upTo {
 		v.seg.release()
-		return &Range{First: offset, Next: offset}, nil
+		return &span{first: offset, next: offset}, nil
 	}
-	r, err := v.rangeFrom(offset, maxBytes, upTo)
+	r, err := v.spanFrom(offset, maxBytes, upTo)
 	if err != nil {
 		v.seg.release()
 		return nil, err
 	}
-	if r.Size == 0 {
+	if r.size == 0 {
 		v.seg.release()
 		r.seg = nil
 	}
@@ -112,21 +103,21 @@ func (l *Log) locate(offset int64) (segView, int64, error) {
 	return s.view(), end, nil
 }
 
-// rangeFrom computes the byte range for a read of offset < upTo.
-func (v segView) rangeFrom(offset int64, maxBytes int, upTo int64) (*Range, error) {
+// spanFrom computes the span of a read of offset < upTo.
+func (v segView) spanFrom(offset int64, maxBytes int, upTo int64) (*span, error) {
 	first, ok, err := v.find(offset)
 	if err != nil {
 		return nil, err
 	}
 	if !ok || first.next() > upTo {
-		return &Range{Segment: v.seg.base, First: offset, Next: offset, seg: v.seg}, nil
+		return &span{base: v.seg.base, first: offset, next: offset, seg: v.seg}, nil
 	}
-	r := &Range{Segment: v.seg.base, Pos: first.pos, First: first.base, seg: v.seg}
+	r := &span{base: v.seg.base, pos: first.pos, first: first.base, seg: v.seg}
 	endPos, next, err := v.cutoff(first, maxBytes, upTo)
 	if err != nil {
 		return nil, err
 	}
-	r.Size, r.Next = endPos-first.pos, next
+	r.size, r.next = endPos-first.pos, next
 	return r, nil
 }
 

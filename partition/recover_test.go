@@ -38,20 +38,20 @@ func readAll(t testing.TB, l *Log) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for off := l.StartOffset(); off < l.EndOffset(); {
-		r, err := l.ReadRange(off, 1<<30, l.EndOffset())
+		r, err := l.readSpan(off, 1<<30, l.EndOffset())
 		if err != nil {
-			t.Fatalf("ReadRange(%d): %v", off, err)
+			t.Fatalf("readSpan(%d): %v", off, err)
 		}
-		b, err := r.AppendTo(nil)
-		r.Release()
+		b, err := r.appendTo(nil)
+		r.release()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Next <= off {
+		if r.next <= off {
 			t.Fatalf("read at %d made no progress", off)
 		}
 		out = append(out, splitBatches(t, b)...)
-		off = r.Next
+		off = r.next
 	}
 	return out
 }

@@ -28,7 +28,7 @@ type segment struct {
 	base int64
 	path string // directory and base name, without suffix
 	f    File
-	refs atomic.Int32 // the log's own reference plus one per open Range
+	refs atomic.Int32 // the log's own reference plus one per read in progress
 
 	size     int64 // valid bytes in f
 	next     int64 // offset after the last batch

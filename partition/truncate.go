@@ -11,7 +11,7 @@ import (
 // above the end change nothing; offsets below the start are out of range.
 // Unlike Append, Truncate is durable when it returns: discarded batches do
 // not come back after a crash. The high watermark is lowered to the new end
-// if it was above it. Readers holding a Range over the removed bytes may
+// if it was above it. A Read in progress over the removed bytes may
 // read garbage: callers never truncate below the high watermark they serve
 // reads up to.
 func (l *Log) Truncate(offset int64) (int64, error) {

@@ -53,11 +53,6 @@
 // buffer (Produce record batches), belongs to the handler from the Serve
 // call on; it may keep them as long as it likes. Strings are copies.
 //
-// Zero-copy seam: a Response that also implements BodyWriter is written by
-// its WriteBody straight to the socket (after the server writes the size
-// and header), so a Fetch can later send segment bytes with sendfile or
-// writev. It must write exactly BodyLen bytes.
-//
 // Per-connection state: *Conn gives the handler the connection id, the
 // remote and local addresses, the latest client id, the client software
 // name and version from ApiVersions v3+, and a Context cancelled when the

@@ -24,8 +24,7 @@ var (
 	// in flight.
 	ErrIdle = errors.New("kafka: connection idle")
 	// ErrBadResponse: the handler produced a response that does not match
-	// its request (wrong key or version) or a BodyWriter that wrote a
-	// different number of bytes than it announced.
+	// its request (wrong key or version) or does not fit a frame.
 	ErrBadResponse = errors.New("kafka: bad response from handler")
 	// ErrHandlerPanic: Handler.Serve panicked; the panic is logged with its
 	// stack and only that connection is closed.

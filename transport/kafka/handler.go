@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,21 +68,6 @@ type Pending interface {
 	// acks=0); the writer moves on to the next request. A non-nil error
 	// closes the connection once the responses before it are written.
 	Result() (kmsg.Response, error)
-}
-
-// BodyWriter is the zero-copy seam: a Response that also implements it is
-// written by WriteBody instead of being encoded with AppendTo, so a Fetch can
-// send record bytes straight from segment files.
-type BodyWriter interface {
-	// BodyLen is the exact number of bytes WriteBody writes: the encoded
-	// response body at the request's version, without the response header.
-	BodyLen() int
-	// WriteBody writes the body to w, which is the connection itself (a
-	// *net.TCPConn for TCP listeners, so io.Copy from an *os.File uses
-	// sendfile, and net.Buffers.WriteTo uses writev). It must not keep w,
-	// close it or set its deadlines. Writing other than BodyLen bytes
-	// closes the connection.
-	WriteBody(w io.Writer) (int64, error)
 }
 
 // Ready returns a Pending that is already complete with resp. A nil resp

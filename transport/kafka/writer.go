@@ -98,9 +98,6 @@ func (w *respWriter) handle(it item) error {
 	if err := checkResponse(it, resp); err != nil {
 		return err
 	}
-	if bw, ok := resp.(BodyWriter); ok {
-		return w.writeBody(it, bw)
-	}
 	start := len(w.out)
 	w.out = appendResponseHeader(w.out, it.corr, it.flexible)
 	w.out = resp.AppendTo(w.out)
@@ -129,31 +126,6 @@ func (w *respWriter) await(p Pending) error {
 	case <-w.c.ctx.Done():
 		return context.Cause(w.c.ctx)
 	}
-}
-
-// writeBody writes a BodyWriter response: header through the buffer, body
-// straight to the socket.
-func (w *respWriter) writeBody(it item, bw BodyWriter) error {
-	n := bw.BodyLen()
-	start := len(w.out)
-	w.out = appendResponseHeader(w.out, it.corr, it.flexible)
-	if err := patchSize(w.out[start:], len(w.out)-start-4+n); err != nil || n < 0 {
-		w.out = w.out[:start]
-		return fmt.Errorf("%w: BodyWriter length %d", ErrBadResponse, n)
-	}
-	if err := w.flush(); err != nil {
-		return err
-	}
-	w.c.armWrite()
-	written, err := bw.WriteBody(w.c.nc)
-	if err != nil {
-		return fmt.Errorf("write %s body: %w", kmsg.NameForKey(it.key), err)
-	}
-	if written != int64(n) {
-		return fmt.Errorf("%w: %s BodyWriter wrote %d of %d bytes", ErrBadResponse, kmsg.NameForKey(it.key), written, n)
-	}
-	w.batch = append(w.batch, it)
-	return w.flush()
 }
 
 // flush writes the buffer and reports the requests it answered; on error
