@@ -19,6 +19,9 @@ type Command struct {
 	AlterConfigs        *AlterConfigs        `json:"alter_configs,omitempty"`
 	AllocateProducerIDs *AllocateProducerIDs `json:"allocate_producer_ids,omitempty"`
 	LeaderHints         []LeaderHint         `json:"leader_hints,omitempty"`
+	AlterPartition      *AlterPartition      `json:"alter_partition,omitempty"`
+	ElectLeaders        *ElectLeaders        `json:"elect_leaders,omitempty"`
+	UpdateFeatures      *UpdateFeatures      `json:"update_features,omitempty"`
 }
 
 // SetAlive marks a broker alive or not.
@@ -43,6 +46,13 @@ type CreateTopic struct {
 	// written without it replay as they were applied (coordinator/doc.go,
 	// "Versions").
 	RefuseCollision bool `json:"refuse_collision,omitempty"`
+	// AllowISR lets replication.mode=isr through. Without it the mode is
+	// refused as reserved, as every entry written before ISR mode was
+	// refused, so that such an entry replays as it was applied. Today only
+	// tests set it (group 0's ISR rules exist, the broker side does not);
+	// once the broker side exists every proposer sets it, as with
+	// RefuseCollision.
+	AllowISR bool `json:"allow_isr,omitempty"`
 }
 
 // DeleteTopic deletes a topic and, on every node, its partitions' data.
@@ -79,11 +89,63 @@ type LeaderHint struct {
 	Term   uint64 `json:"term"`
 }
 
+// AlterPartition asks for new ISRs, one item per partition, as Kafka's
+// AlterPartition (KIP-497) does. Each item is a compare-and-set: it
+// applies only if Leader, LeaderEpoch and PartitionEpoch are the
+// partition's current ones, and fails alone otherwise.
+type AlterPartition struct {
+	Items []AlterPartitionItem `json:"items"`
+}
+
+// AlterPartitionItem is one partition's requested ISR.
+type AlterPartitionItem struct {
+	Group          uint64      `json:"group"`
+	Leader         uint64      `json:"leader"` // the proposer, which must lead the partition
+	LeaderEpoch    int32       `json:"leader_epoch"`
+	PartitionEpoch int32       `json:"partition_epoch"`
+	ISR            []ISRMember `json:"isr"`
+	// LeaderRecovering keeps the partition marked Recovering (Kafka's
+	// LeaderRecoveryState); false reports the leader recovered.
+	LeaderRecovering bool `json:"leader_recovering,omitempty"`
+}
+
+// ISRMember names an ISR member with the broker epoch its leader knows
+// (KIP-903): a member that re-registered since is ineligible.
+type ISRMember struct {
+	ID          uint64 `json:"id"`
+	BrokerEpoch uint64 `json:"broker_epoch"`
+}
+
+// ElectLeaders runs elections on ISR partitions, for operators and leader
+// balance. Preferred elects each partition's first replica if it is in the
+// ISR and alive; otherwise the partition's usual election runs (which is
+// unclean only where the topic enables it).
+type ElectLeaders struct {
+	Groups    []uint64 `json:"groups"`
+	Preferred bool     `json:"preferred,omitempty"`
+}
+
+// UpdateFeatures sets cluster-wide replication features.
+type UpdateFeatures struct {
+	EligibleLeaderReplicas bool `json:"eligible_leader_replicas"`
+}
+
 // Result is what applying a command returns to its proposer.
 type Result struct {
 	Err             error
 	Topic           *Topic
 	ProducerIDStart int64
+	// Items has one entry per item of an AlterPartition or per group of
+	// an ElectLeaders, in order; the command itself succeeds.
+	Items []ItemResult
+}
+
+// ItemResult is one partition's outcome: its error, or the partition as it
+// is after the command.
+type ItemResult struct {
+	Group     uint64
+	Err       error
+	Partition Partition
 }
 
 // Error is a metadata command's failure, carrying the Kafka error code that

@@ -20,8 +20,19 @@ type Broker struct {
 	// lost the raft logs this one acknowledged.
 	Incarnation string `json:"incarnation,omitempty"`
 	// Alive is decided by the metadata leader from raft liveness and
-	// replicated, so every node agrees on whom to place replicas on.
+	// replicated, so every node agrees on whom to place replicas on. In
+	// ISR mode a broker that is not alive is fenced: it leaves every ISR
+	// and may not lead.
 	Alive bool `json:"alive"`
+	// Epoch is the raft index of the broker's latest registration, set at
+	// apply (Kafka's broker epoch, KIP-903). An AlterPartition names each
+	// ISR member with the epoch it last saw, so a replica that restarted
+	// since cannot be added back on the strength of its old fetch state.
+	Epoch uint64 `json:"epoch,omitempty"`
+	// StartID names one start of the broker's process (random per start).
+	// A registration with a new one is a restart: the broker is fenced,
+	// then unfenced, so that it leaves every ISR and must catch up again.
+	StartID string `json:"start_id,omitempty"`
 }
 
 // Partition is one partition of a topic and the raft group that replicates it.
@@ -29,10 +40,31 @@ type Partition struct {
 	Index    int32    `json:"index"`
 	Group    uint64   `json:"group"`
 	Replicas []uint64 `json:"replicas"` // the first is the preferred leader
-	// Leader and LeaderTerm are the newest leadership hint: the node that
-	// last reported winning an election for Group, and its raft term.
+	// Leader and LeaderTerm are, in raft mode, the newest leadership
+	// hint: the node that last reported winning an election for Group,
+	// and its raft term. In ISR mode they are authoritative: the leader
+	// group 0 elected (0: none) and its leader epoch.
 	Leader     uint64 `json:"leader,omitempty"`
 	LeaderTerm uint64 `json:"leader_term,omitempty"`
+
+	// The fields below are ISR mode's only, and empty in raft mode.
+
+	// ISR is the in-sync replica set, in replica order. Only group 0
+	// changes it (AlterPartition, fencing, elections).
+	ISR []uint64 `json:"isr,omitempty"`
+	// ELR holds the eligible leader replicas (KIP-966): replicas that left
+	// the ISR while it was below min.insync.replicas, so that they still
+	// hold every committed record. Empty unless the cluster enables ELR.
+	ELR []uint64 `json:"elr,omitempty"`
+	// LastKnownLeader is the leader when the ISR became empty with ELR
+	// on: the replica of last resort when ISR and ELR are both empty.
+	LastKnownLeader uint64 `json:"last_known_leader,omitempty"`
+	// PartitionEpoch grows with every change of the ISR mode fields; an
+	// AlterPartition must name the current one (compare-and-set).
+	PartitionEpoch int32 `json:"partition_epoch,omitempty"`
+	// Recovering marks a leader chosen by an unclean election, until it
+	// reports itself recovered through AlterPartition.
+	Recovering bool `json:"recovering,omitempty"`
 }
 
 // HasReplica reports whether node hosts a replica of p.
@@ -62,6 +94,10 @@ func (t *Topic) Config(key string) string {
 	return ""
 }
 
+// IsISR reports whether t replicates in ISR mode (replication.mode=isr):
+// group 0 then elects its partitions' leaders and owns their ISR.
+func (t *Topic) IsISR() bool { return t.Config("replication.mode") == ModeISR }
+
 // ReplicationFactor is the number of replicas of the topic's partitions.
 func (t *Topic) ReplicationFactor() int {
 	if len(t.Partitions) == 0 {
@@ -79,6 +115,12 @@ type State struct {
 	Topics         map[string]*Topic  `json:"topics"`
 	NextGroup      uint64             `json:"next_group"`
 	NextProducerID int64              `json:"next_producer_id"`
+	// EligibleLeaderReplicas turns on KIP-966 for every ISR partition. It
+	// is cluster-wide, as Kafka's eligible.leader.replicas.version
+	// feature is, and lives in the replicated state because elections run
+	// at apply: a per-node flag could make replicas of group 0 disagree.
+	// UpdateFeatures sets it.
+	EligibleLeaderReplicas bool `json:"eligible_leader_replicas,omitempty"`
 }
 
 func newState() *State {
