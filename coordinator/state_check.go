@@ -9,7 +9,8 @@ import (
 // check reports the first way s breaks the shape every applied log
 // leaves: keys that match their values, topics with distinct non-zero
 // ids, partitions numbered by position on distinct raft groups below
-// NextGroup, each on distinct registered brokers. A restored snapshot is
+// NextGroup, each on distinct registered brokers, and the ISR invariants
+// (checkISRFields). A restored snapshot is
 // checked before it is published, so that a damaged one stops the group
 // with an error rather than a panic later.
 func (s *State) check() error {
@@ -32,6 +33,9 @@ func (s *State) check() error {
 			if err := s.checkPartition(p, i, groups); err != nil {
 				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
 			}
+			if err := checkISRFields(t, p); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
+			}
 		}
 	}
 	return nil
@@ -49,6 +53,95 @@ func (s *State) checkPartition(p Partition, i int, groups map[uint64]bool) error
 		if _, ok := s.Brokers[r]; !ok || slices.Contains(p.Replicas[:j], r) {
 			return fmt.Errorf("replica %d unregistered or repeated", r)
 		}
+	}
+	return nil
+}
+
+// checkISRFields checks the ISR invariants of one partition: in raft mode
+// the ISR fields are empty (no ISR rule touched the partition); in ISR
+// mode ISR and ELR are distinct replicas with nothing in common, and a
+// leader is in the ISR unless it is recovering from an unclean election.
+func checkISRFields(t *Topic, p Partition) error {
+	if !t.IsISR() {
+		if len(p.ISR) > 0 || len(p.ELR) > 0 || p.LastKnownLeader != 0 || p.PartitionEpoch != 0 || p.Recovering {
+			return fmt.Errorf("raft-mode partition with ISR state %v/%v/%d/%d/%v", p.ISR, p.ELR, p.LastKnownLeader, p.PartitionEpoch, p.Recovering)
+		}
+		return nil
+	}
+	if err := checkMembers("ISR", p.ISR, p); err != nil {
+		return err
+	}
+	if err := checkMembers("ELR", p.ELR, p); err != nil {
+		return err
+	}
+	for _, id := range p.ELR {
+		if slices.Contains(p.ISR, id) {
+			return fmt.Errorf("replica %d in both ISR %v and ELR %v", id, p.ISR, p.ELR)
+		}
+	}
+	if p.Leader != 0 && !p.Recovering && !slices.Contains(p.ISR, p.Leader) {
+		return fmt.Errorf("leader %d outside the ISR %v", p.Leader, p.ISR)
+	}
+	if p.Leader != 0 && !p.HasReplica(p.Leader) || p.LastKnownLeader != 0 && !p.HasReplica(p.LastKnownLeader) {
+		return fmt.Errorf("leader %d or last known leader %d not a replica of %v", p.Leader, p.LastKnownLeader, p.Replicas)
+	}
+	if p.PartitionEpoch < 0 || int64(p.PartitionEpoch) < int64(p.LeaderTerm) {
+		return fmt.Errorf("partition epoch %d below zero or the leader epoch %d", p.PartitionEpoch, p.LeaderTerm)
+	}
+	return nil
+}
+
+// checkMembers checks that ids are distinct replicas of p.
+func checkMembers(what string, ids []uint64, p Partition) error {
+	for j, id := range ids {
+		if !p.HasReplica(id) || slices.Contains(ids[:j], id) {
+			return fmt.Errorf("%s %v: %d is no replica of %v, or repeated", what, ids, id, p.Replicas)
+		}
+	}
+	return nil
+}
+
+// checkTransition reports the first way next breaks what a change from
+// prev must keep: broker epochs, leader epochs and partition epochs never
+// go back; in ISR mode a new leader comes with a new leader epoch, and any
+// change of leader, ISR, ELR, last known leader or recovery with a new
+// partition epoch (else a stale AlterPartition's compare-and-set would
+// pass); and without ELR no ISR becomes empty.
+func checkTransition(prev, next *State) error {
+	for id, b := range prev.Brokers {
+		if nb, ok := next.Brokers[id]; ok && nb.Epoch < b.Epoch {
+			return fmt.Errorf("broker %d epoch %d went back to %d", id, b.Epoch, nb.Epoch)
+		}
+	}
+	for name, t := range prev.Topics {
+		nt, ok := next.Topics[name]
+		if !ok || nt.ID != t.ID {
+			continue
+		}
+		for i, p := range t.Partitions {
+			if err := checkPartitionTransition(next, nt, p, nt.Partitions[i]); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+func checkPartitionTransition(next *State, t *Topic, p, n Partition) error {
+	if n.LeaderTerm < p.LeaderTerm || n.PartitionEpoch < p.PartitionEpoch {
+		return fmt.Errorf("epochs %d/%d went back to %d/%d", p.LeaderTerm, p.PartitionEpoch, n.LeaderTerm, n.PartitionEpoch)
+	}
+	if !t.IsISR() {
+		return nil
+	}
+	if n.Leader != p.Leader && n.LeaderTerm == p.LeaderTerm {
+		return fmt.Errorf("leader %d became %d in the same leader epoch %d", p.Leader, n.Leader, n.LeaderTerm)
+	}
+	if !sameISRState(p, n) && n.PartitionEpoch == p.PartitionEpoch {
+		return fmt.Errorf("changed in the same partition epoch %d: %+v to %+v", n.PartitionEpoch, p, n)
+	}
+	if len(p.ISR) > 0 && len(n.ISR) == 0 && !next.EligibleLeaderReplicas {
+		return fmt.Errorf("ISR %v became empty with ELR off", p.ISR)
 	}
 	return nil
 }
