@@ -8,12 +8,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// apply changes s (a private clone) by c. A returned Result.Err is the
-// command's failure, reported to the proposer; s is then discarded.
-func apply(s *State, c *Command) Result {
+// apply changes s (a private clone) by c, the entry at raft index index.
+// A returned Result.Err is the command's failure, reported to the
+// proposer; s is then discarded.
+func apply(s *State, c *Command, index uint64) Result {
 	switch {
 	case c.RegisterBroker != nil:
-		return s.registerBroker(c.RegisterBroker)
+		return s.registerBroker(c.RegisterBroker, index)
 	case c.SetAlive != nil:
 		return s.setAlive(c.SetAlive)
 	case c.CreateTopic != nil:
@@ -28,11 +29,22 @@ func apply(s *State, c *Command) Result {
 		return s.allocateProducerIDs(c.AllocateProducerIDs)
 	case len(c.LeaderHints) > 0:
 		return s.leaderHints(c.LeaderHints)
+	case c.AlterPartition != nil:
+		return s.alterPartition(c.AlterPartition)
+	case c.ElectLeaders != nil:
+		return s.electLeaders(c.ElectLeaders)
+	case c.UpdateFeatures != nil:
+		return s.updateFeatures(c.UpdateFeatures)
 	}
 	return Result{Err: cmdErr(kerr.InvalidRequest, "empty metadata command")}
 }
 
-func (s *State) registerBroker(b *Broker) Result {
+// registerBroker records a registration; its index becomes the broker's
+// epoch. A new StartID means the process restarted: in ISR mode the
+// broker is fenced first, as KRaft fences the old incarnation before it
+// accepts the new one, so that it leaves every ISR and ELR and must catch
+// up again. Registering also makes the broker alive (unfenced).
+func (s *State) registerBroker(b *Broker, index uint64) Result {
 	if b.ID == 0 {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "broker id 0 is reserved")}
 	}
@@ -41,9 +53,18 @@ func (s *State) registerBroker(b *Broker) Result {
 			"broker %d is registered from data directory incarnation %s, not %q: a node that lost its data must not rejoin under its old id",
 			b.ID, old.Incarnation, b.Incarnation)}
 	}
+	old, known := s.Brokers[b.ID]
+	restarted := known && old.StartID != b.StartID
+	if restarted {
+		s.fenceISR(b.ID, true)
+	}
 	nb := *b
 	nb.Alive = true
+	nb.Epoch = index
 	s.Brokers[b.ID] = &nb
+	if restarted || known && !old.Alive {
+		s.unfenceISR(b.ID)
+	}
 	return Result{}
 }
 
@@ -55,6 +76,12 @@ func (s *State) setAlive(a *SetAlive) Result {
 	nb := *b
 	nb.Alive = a.Alive
 	s.Brokers[a.ID] = &nb
+	switch {
+	case b.Alive && !a.Alive:
+		s.fenceISR(a.ID, false)
+	case !b.Alive && a.Alive:
+		s.unfenceISR(a.ID)
+	}
 	return Result{}
 }
 
@@ -72,12 +99,17 @@ func (s *State) createTopic(c *CreateTopic) Result {
 	if _, ok := s.TopicByID(c.ID); ok || c.ID == ([16]byte{}) {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "topic id %x is zero or taken", c.ID)}
 	}
-	if err := ValidateTopicConfigs(c.Configs); err != nil {
+	if err := validateTopicConfigs(c.Configs, c.AllowISR); err != nil {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
 	}
 	t := &Topic{Name: c.Name, ID: c.ID, Internal: c.Internal, Configs: maps.Clone(c.Configs)}
 	if err := s.addPartitions(t, c.Partitions, int(c.ReplicationFactor), c.Assignment); err != nil {
 		return Result{Err: err}
+	}
+	if t.IsISR() {
+		if err := s.initISR(t, 0); err != nil {
+			return Result{Err: err}
+		}
 	}
 	s.Topics[t.Name] = t
 	return Result{Topic: t}
@@ -153,6 +185,11 @@ func (s *State) createPartitions(c *CreatePartitions) Result {
 	if err := s.addPartitions(t, c.Count, old.ReplicationFactor(), nil); err != nil {
 		return Result{Err: err}
 	}
+	if t.IsISR() {
+		if err := s.initISR(t, len(old.Partitions)); err != nil {
+			return Result{Err: err}
+		}
+	}
 	s.Topics[t.Name] = t
 	return Result{Topic: t}
 }
@@ -170,11 +207,16 @@ func (s *State) alterConfigs(c *AlterConfigs) Result {
 	for _, k := range c.Delete {
 		delete(t.Configs, k)
 	}
-	if err := ValidateTopicConfigs(t.Configs); err != nil {
+	// An ISR topic keeps its mode, so its configs pass the reserved-mode
+	// refusal; any other topic is refused the mode as before.
+	if err := validateTopicConfigs(t.Configs, old.IsISR()); err != nil {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
 	}
 	if old.Config("replication.mode") != t.Config("replication.mode") {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation")}
+	}
+	if t.IsISR() {
+		s.reelectISR(t)
 	}
 	s.Topics[t.Name] = t
 	return Result{Topic: t}
@@ -194,6 +236,9 @@ func (s *State) leaderHints(hints []LeaderHint) Result {
 		ref, ok := s.PartitionByGroup(h.Group)
 		if !ok || h.Term <= ref.Partition.LeaderTerm || !ref.Partition.HasReplica(h.Leader) {
 			continue // stale, or the topic is gone
+		}
+		if ref.Topic.IsISR() {
+			continue // group 0 elects ISR leaders; a hint must not move one
 		}
 		t := ref.Topic.copy()
 		p := &t.Partitions[ref.Partition.Index]

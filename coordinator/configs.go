@@ -90,8 +90,15 @@ func KnownTopicConfig(name string) bool {
 }
 
 // ValidateTopicConfigs checks keys and values, returning an error that names
-// the first bad one.
+// the first bad one. replication.mode=isr is refused as reserved.
 func ValidateTopicConfigs(cfgs map[string]string) error {
+	return validateTopicConfigs(cfgs, false)
+}
+
+// validateTopicConfigs is ValidateTopicConfigs, letting replication.mode=isr
+// through with allowISR (CreateTopic.AllowISR, or a topic already in ISR
+// mode).
+func validateTopicConfigs(cfgs map[string]string, allowISR bool) error {
 	keys := make([]string, 0, len(cfgs))
 	for k := range cfgs {
 		keys = append(keys, k)
@@ -106,7 +113,7 @@ func ValidateTopicConfigs(cfgs map[string]string) error {
 			return fmt.Errorf("topic config %s: %w", k, err)
 		}
 	}
-	if cfgs["replication.mode"] == ModeISR {
+	if cfgs["replication.mode"] == ModeISR && !allowISR {
 		return fmt.Errorf("topic config replication.mode: %q is reserved and not implemented yet", ModeISR)
 	}
 	return nil

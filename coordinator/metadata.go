@@ -64,7 +64,7 @@ func (m *Metadata) Apply(e raftgroup.Entry) (any, error) {
 		return nil, fmt.Errorf("apply metadata entry %d: %w", e.Index, err)
 	}
 	s := m.View().clone()
-	res := apply(s, c)
+	res := apply(s, c, e.Index)
 	if res.Err == nil {
 		s.Index = e.Index
 		m.publish(s)
@@ -75,7 +75,8 @@ func (m *Metadata) Apply(e raftgroup.Entry) (any, error) {
 // Try applies c to a copy of the current state without publishing it, for
 // validate-only requests and early error answers.
 func (m *Metadata) Try(c *Command) Result {
-	return apply(m.View().clone(), c)
+	s := m.View().clone()
+	return apply(s, c, s.Index+1)
 }
 
 // Snapshot encodes the whole state.
