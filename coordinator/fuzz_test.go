@@ -3,6 +3,7 @@ package coordinator
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -26,6 +27,12 @@ var fuzzSeedCommands = []string{
 	`{"alter_configs":{"name":"t","set":{"retention.ms":"5"},"replace":true}}`,
 	`{"allocate_producer_ids":{"count":1000}}`,
 	`{"delete_topic":{"name":"u"}}`,
+	`{"create_topic":{"name":"i","id":[3,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":2,"replication_factor":3,"configs":{"replication.mode":"isr","min.insync.replicas":"2"},"allow_isr":true}}`,
+	`{"update_features":{"eligible_leader_replicas":true}}`,
+	`{"set_alive":{"id":3,"alive":false}}`,
+	`{"register_broker":{"id":3,"kafka_addr":"127.0.0.1:9094","incarnation":"c","start_id":"x"}}`,
+	`{"alter_partition":{"items":[{"group":6,"leader":1,"leader_epoch":0,"partition_epoch":0,"isr":[{"id":1,"broker_epoch":1}]}]}}`,
+	`{"elect_leaders":{"groups":[6,7],"preferred":true}}`,
 }
 
 // FuzzMetadataApply feeds the metadata state machine a log of arbitrary
@@ -46,6 +53,9 @@ func FuzzMetadataApply(f *testing.F) {
 			_, errB := b.Apply(e)
 			if (errA == nil) != (errB == nil) {
 				t.Fatalf("entry %d: replicas disagree on whether it decodes: %v / %v", i+1, errA, errB)
+			}
+			if err := a.View().check(); err != nil {
+				t.Fatalf("entry %d: %v", i+1, err)
 			}
 			if r, ok := res.(Result); errA != nil || ok && r.Err != nil {
 				if after := snapshotOf(t, a); !bytes.Equal(before, after) {
@@ -144,4 +154,145 @@ func checkInvariants(t *testing.T, s *State) {
 			}
 		}
 	}
+}
+
+// isrOps drives a random sequence of ISR control commands over a small
+// cluster: 4 brokers, an ISR topic of 4 partitions on 3 of them, ELR and
+// unclean election as next says. Each step is SetAlive, RegisterBroker
+// (often a restart), AlterPartition (mostly from the current leader with
+// current epochs, sometimes stale) or ElectLeaders.
+type isrOps struct {
+	t        *testing.T
+	m        *Metadata
+	next     func(n int) int
+	accepted int // AlterPartition items applied
+}
+
+func newISROps(t *testing.T, next func(n int) int) *isrOps {
+	o := &isrOps{t: t, next: next}
+	cfgs := map[string]string{"min.insync.replicas": fmt.Sprint(1 + next(3))}
+	if next(2) == 0 {
+		cfgs["unclean.leader.election.enable"] = "true"
+	}
+	o.m = isrCluster(t, 4, cfgs, []uint64{1, 2, 3}, []uint64{2, 3, 4}, []uint64{3, 4, 1}, []uint64{4, 1, 2})
+	if next(2) == 0 {
+		applyChecked(t, o.m, &Command{UpdateFeatures: &UpdateFeatures{EligibleLeaderReplicas: true}})
+	}
+	return o
+}
+
+func (o *isrOps) step(i int) {
+	s := o.m.View()
+	id := uint64(1 + o.next(4))
+	var c Command
+	switch o.next(6) {
+	case 0:
+		c.SetAlive = &SetAlive{ID: id, Alive: o.next(2) == 0}
+	case 1:
+		c.RegisterBroker = &Broker{ID: id, KafkaAddr: fmt.Sprintf("h:%d", id), Incarnation: fmt.Sprint(id), StartID: fmt.Sprint(o.next(3))}
+	case 2, 3:
+		c.AlterPartition = &AlterPartition{Items: []AlterPartitionItem{o.alterItem(s)}}
+	case 4:
+		p := s.Topics["i"].Partitions[o.next(4)]
+		c.ElectLeaders = &ElectLeaders{Groups: []uint64{p.Group}, Preferred: o.next(2) == 0}
+	case 5:
+		c.UpdateFeatures = &UpdateFeatures{EligibleLeaderReplicas: o.next(2) == 0}
+	}
+	r := applyChecked(o.t, o.m, &c)
+	for _, it := range r.Items {
+		if it.Err == nil && !o.isAccepted(s, &c) {
+			o.t.Fatalf("step %d: %+v accepted from state %+v", i, c, s.Topics["i"])
+		}
+		if it.Err == nil && c.AlterPartition != nil {
+			o.accepted++
+		}
+	}
+}
+
+// alterItem asks for a random ISR holding the leader, usually at the
+// current epochs, sometimes stale or with an old broker epoch.
+func (o *isrOps) alterItem(s *State) AlterPartitionItem {
+	p := s.Topics["i"].Partitions[o.next(4)]
+	isr := []uint64{p.Leader}
+	for _, r := range p.Replicas {
+		if r != p.Leader && o.next(2) == 0 {
+			isr = append(isr, r)
+		}
+	}
+	it := alterItem(s, p, isr...)
+	switch o.next(8) {
+	case 0:
+		it.LeaderEpoch--
+	case 1:
+		it.PartitionEpoch--
+	case 2:
+		it.ISR[len(it.ISR)-1].BrokerEpoch--
+	}
+	it.LeaderRecovering = p.Recovering && len(isr) == 1 && o.next(2) == 0
+	return it
+}
+
+// isAccepted reports whether an AlterPartition item may succeed against
+// s: only one at the partition's current epochs, from its leader, naming
+// alive members at their current broker epochs.
+func (o *isrOps) isAccepted(s *State, c *Command) bool {
+	if c.AlterPartition == nil {
+		return true
+	}
+	it := c.AlterPartition.Items[0]
+	ref, _ := s.PartitionByGroup(it.Group)
+	p := ref.Partition
+	if p.Leader == 0 || it.Leader != p.Leader || int64(it.LeaderEpoch) != int64(p.LeaderTerm) || it.PartitionEpoch != p.PartitionEpoch {
+		return false
+	}
+	for _, m := range it.ISR {
+		if b := s.Brokers[m.ID]; !b.Alive || b.Epoch != m.BrokerEpoch {
+			return false
+		}
+	}
+	return true
+}
+
+// TestISR_RandomSequencesKeepInvariants runs seeded random sequences of
+// ISR control commands; applyChecked checks the invariants and the
+// transition after every step, and step checks that no stale
+// AlterPartition passes.
+func TestISR_RandomSequencesKeepInvariants(t *testing.T) {
+	seeds, steps := 300, 200
+	if testing.Short() {
+		seeds = 50
+	}
+	accepted := 0
+	for seed := 0; seed < seeds; seed++ {
+		rng := rand.New(rand.NewSource(int64(seed)))
+		o := newISROps(t, rng.Intn)
+		for i := 0; i < steps; i++ {
+			o.step(i)
+		}
+		accepted += o.accepted
+	}
+	if accepted < seeds*steps/20 {
+		t.Errorf("only %d of %d steps were accepted AlterPartitions: the sequences barely test them", accepted, seeds*steps)
+	}
+	t.Logf("%d accepted AlterPartition items", accepted)
+}
+
+// FuzzISRControl is the same property, with the fuzzer choosing each step.
+func FuzzISRControl(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 1, 3, 2, 0, 1, 1, 0, 5, 4, 2})
+	f.Add([]byte{1, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 2, 0, 1, 3, 0, 1, 4, 1, 2, 2, 0, 0, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pos := 0
+		next := func(n int) int {
+			if pos >= len(data) {
+				return 0
+			}
+			pos++
+			return int(data[pos-1]) % n
+		}
+		o := newISROps(t, next)
+		for i := 0; pos < len(data); i++ {
+			o.step(i)
+		}
+	})
 }
