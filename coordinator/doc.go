@@ -21,6 +21,31 @@
 // responses are built from these hints, and clients retry on a stale one as
 // they do with Kafka.
 //
+// ISR mode (replication.mode=isr, issue 20) is the other way round: group
+// 0 is the only writer of each ISR partition's leader, leader epoch
+// (LeaderTerm), ISR, ELR, last known leader, partition epoch and
+// recovering flag, as Kafka's KRaft controller is. Elections are computed
+// at apply (isr_elect.go, after Kafka's PartitionChangeBuilder) on
+// SetAlive, RegisterBroker, AlterPartition, ElectLeaders, AlterConfigs and
+// UpdateFeatures: the current leader if valid, else the first ISR member
+// in replica order that is alive, else with the ISR empty an ELR member,
+// else (ELR on) the last known leader, else with
+// unclean.leader.election.enable any alive replica, which alone becomes
+// the ISR and is marked Recovering. A dead broker leaves every ISR, but
+// never empties one unless ELR is on; a broker registering with a new
+// StartID (a restart) is fenced, leaves ISR and ELR, and is then
+// unfenced. AlterPartition is a compare-and-set on leader epoch and
+// partition epoch with Kafka's error codes. ELR is a cluster feature in
+// the state (UpdateFeatures), not a node flag, since apply must not
+// depend on the node. Invariants, checked on every restore (state_check.go)
+// and after every apply in the tests: a leader is in the ISR unless it is
+// recovering; ISR and ELR are distinct replicas with nothing in common;
+// raft partitions have no ISR state; leader, partition and broker epochs
+// never go back, a new leader comes with a new leader epoch and any change
+// with a new partition epoch. ISR mode is still refused unless the
+// creating command sets CreateTopic.AllowISR, which only tests do until
+// the broker side exists.
+//
 // Versions: every start replays group 0's log from its last snapshot with
 // the binary now running, so apply may never change how an entry already
 // written is applied. A new rule comes with a new command field that only
