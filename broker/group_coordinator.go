@@ -13,6 +13,7 @@ import (
 
 	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/coordinator/groups"
+	"github.com/raftq/raftq/internal/periodic"
 	"github.com/raftq/raftq/transport/kafka"
 )
 
@@ -70,7 +71,7 @@ func (n *Node) openOffsetsPartition(ref coordinator.PartitionRef) (*offsetsParti
 // when leadership is lost.
 func (n *Node) groupsLoop(ctx context.Context) {
 	defer n.deactivateCoordinators()
-	every(ctx, 100*time.Millisecond, func() {
+	periodic.Every(ctx, 100*time.Millisecond, func() {
 		for _, r := range n.replicaList() {
 			if r.offsets != nil {
 				n.driveCoordinator(ctx, r)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/internal/periodic"
 )
 
 // The control plane's loops (registration, reconcile, leadership hints,
@@ -38,24 +39,10 @@ func (n *Node) localReplicas() []coordinator.LocalReplica {
 	return out
 }
 
-// every calls fn every d until ctx ends.
-func every(ctx context.Context, d time.Duration, fn func()) {
-	tick := time.NewTicker(d)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			fn()
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 // retentionLoop has each partition leader apply retention: it moves the
 // log start forward on every replica.
 func (n *Node) retentionLoop(ctx context.Context) {
-	every(ctx, n.cfg.RetentionCheckInterval, func() {
+	periodic.Every(ctx, n.cfg.RetentionCheckInterval, func() {
 		for _, r := range n.replicaList() {
 			n.applyRetention(ctx, r)
 		}

@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/raftq/raftq/internal/periodic"
 )
 
 // registerLoop registers this broker in the metadata, and again whenever
@@ -54,21 +56,7 @@ func (c *Controller) reconcileLoop(ctx context.Context) {
 // so that every node's Metadata answers name the leader.
 func (c *Controller) hintLoop(ctx context.Context) {
 	hinted := map[uint64]uint64{} // group -> last term reported (this loop only)
-	every(ctx, 100*time.Millisecond, func() { c.reportLeadership(ctx, hinted) })
-}
-
-// every calls fn every d until ctx ends.
-func every(ctx context.Context, d time.Duration, fn func()) {
-	tick := time.NewTicker(d)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			fn()
-		case <-ctx.Done():
-			return
-		}
-	}
+	periodic.Every(ctx, 100*time.Millisecond, func() { c.reportLeadership(ctx, hinted) })
 }
 
 func (c *Controller) reportLeadership(ctx context.Context, hinted map[uint64]uint64) {
@@ -111,7 +99,7 @@ func (c *Controller) reportLeadership(ctx context.Context, hinted map[uint64]uin
 // or dead by whether this node hears from them.
 func (c *Controller) metadataLeaderLoop(ctx context.Context) {
 	lastHeard := map[uint64]time.Time{}
-	every(ctx, 250*time.Millisecond, func() {
+	periodic.Every(ctx, 250*time.Millisecond, func() {
 		if !c.group.Status().IsLeader() {
 			clear(lastHeard)
 			return
@@ -168,7 +156,7 @@ func (c *Controller) updateLiveness(ctx context.Context, lastHeard map[uint64]ti
 // placement) when that replica is alive, so that produce load spreads over
 // the nodes after failovers, as Kafka's automatic leader rebalance does.
 func (c *Controller) leaderBalanceLoop(ctx context.Context) {
-	every(ctx, c.cfg.LeaderBalanceInterval, func() { c.balanceLeaders(ctx) })
+	periodic.Every(ctx, c.cfg.LeaderBalanceInterval, func() { c.balanceLeaders(ctx) })
 }
 
 func (c *Controller) balanceLeaders(ctx context.Context) {
