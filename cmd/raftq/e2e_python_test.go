@@ -17,6 +17,7 @@ import (
 // record back with franz-go. Each client gives up after 10 s
 // (testdata/python/produce.py). The clients are Debian's python3-kafka and
 // python3-confluent-kafka, which .ci/run installs; a missing one skips.
+// Last, a transactional confluent-kafka producer is refused at once.
 func TestE2E_PythonClientsAutoCreate(t *testing.T) {
 	clients := []struct{ name, module, pkg string }{
 		{"kafka-python", "kafka", "python3-kafka"},
@@ -49,6 +50,24 @@ func TestE2E_PythonClientsAutoCreate(t *testing.T) {
 			}
 		})
 	}
+	// A transactional producer must fail at once with raftq's reason, a
+	// fatal error, not retry until init_transactions' 20 s run out.
+	t.Run("confluent-transactional", func(t *testing.T) {
+		py, ok := pythons["confluent"]
+		if !ok {
+			t.Skip("confluent-kafka-python is not installed (apt-get install python3-confluent-kafka; .ci/run installs it)")
+		}
+		// stdout only: librdkafka logs the fatal error on stderr too.
+		out, err := exec.Command(py, filepath.Join("testdata", "python", "produce.py"), "confluent-txn", bootstrap, "txn", "-").Output()
+		if err != nil || !strings.HasPrefix(string(out), "fatal=True") || !strings.Contains(string(out), "raftq does not support transactions yet") {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("transactional confluent-kafka producer: %v\n%s%s\nwant a fatal error saying raftq does not support transactions yet", err, out, stderr)
+		}
+		t.Logf("%s", out)
+	})
 }
 
 // pythonWith returns a Python 3 that imports module: Debian's first, as
