@@ -255,7 +255,7 @@ func versionCases(n *Node, auditID [16]byte) map[int16]versionCase {
 				rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "audit"
 				r.Resources = append(r.Resources, rr)
 			},
-			check: func(t *testing.T, _ int16, resp kmsg.Response) {
+			check: func(t *testing.T, v int16, resp kmsg.Response) {
 				r := resp.(*kmsg.DescribeConfigsResponse)
 				if len(r.Resources) != 1 {
 					t.Fatalf("answered %d resources, want 1", len(r.Resources))
@@ -264,10 +264,19 @@ func versionCases(n *Node, auditID [16]byte) map[int16]versionCase {
 				if len(r.Resources[0].Configs) == 0 {
 					t.Error("no configs described")
 				}
+				defaults := 0
 				for _, c := range r.Resources[0].Configs {
 					if len(c.ConfigSynonyms) > 0 || c.Documentation != nil {
 						t.Errorf("config %s has synonyms or documentation, not asked for", c.Name)
 					}
+					if c.IsDefault {
+						defaults++
+					}
+				}
+				// v0 has IsDefault where later versions have Source; the
+				// topic has no overrides.
+				if v == 0 && defaults != len(r.Resources[0].Configs) {
+					t.Errorf("v0: %d of %d configs marked default, want all", defaults, len(r.Resources[0].Configs))
 				}
 			},
 		},
@@ -326,7 +335,19 @@ func versionCases(n *Node, auditID [16]byte) map[int16]versionCase {
 				}
 				ok(t, "join", r.ErrorCode)
 				if r.Generation < 1 || r.MemberID == "" || r.LeaderID != r.MemberID {
-					t.Errorf("join: generation %d member %q leader %q, want a generation led by the member", r.Generation, r.MemberID, r.LeaderID)
+					t.Fatalf("join: generation %d member %q leader %q, want a generation led by the member", r.Generation, r.MemberID, r.LeaderID)
+				}
+				group := fmt.Sprintf("join-v%d", v)
+				coord, code := n.groupCoordinator(group)
+				if code != 0 {
+					t.Fatalf("coordinator of %s: %v", group, kerr.ErrorForCode(code))
+				}
+				g := coord.Machine().Group(group)
+				if g == nil || g.Members[r.MemberID] == nil {
+					t.Fatalf("member %s of %s not in the replicated group", r.MemberID, group)
+				}
+				if got := g.Members[r.MemberID].RebalanceTimeoutMs; got != 30000 {
+					t.Errorf("rebalance timeout %d ms, want the session timeout, 30000 (v0 has none; -1 means none)", got)
 				}
 			},
 		},
