@@ -33,8 +33,16 @@ func (n *Node) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorRes
 		out.ErrorCode, out.ErrorMessage = e.Code, &msg
 		return out
 	}
-	if keyType != 0 {
-		return fail(kerr.CoordinatorNotAvailable, "raftq coordinates consumer groups only (key type 0)")
+	switch keyType {
+	case 0:
+	case 1:
+		// Until transactions exist: an error that franz-go, librdkafka
+		// and the Java client treat as fatal for a transactional
+		// coordinator lookup, so a transactional producer fails at once
+		// instead of retrying until its timeout.
+		return fail(kerr.TransactionalIDAuthorizationFailed, errNoTransactions)
+	default:
+		return fail(kerr.InvalidRequest, "raftq coordinates consumer groups only (key type 0)")
 	}
 	st := n.meta.View()
 	t, ok := st.Topics[groups.OffsetsTopic]

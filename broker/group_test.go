@@ -138,7 +138,7 @@ func TestNode_FindCoordinatorFollowsOffsetsLeader(t *testing.T) {
 	}
 	txn := kmsg.NewPtrFindCoordinatorRequest()
 	txn.CoordinatorType, txn.CoordinatorKeys = 1, []string{"tx"}
-	if co := rawRequest(t, c, 2, txn).(*kmsg.FindCoordinatorResponse).Coordinators[0]; co.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("txn key: code %d", co.ErrorCode)
+	if co := rawRequest(t, c, 2, txn).(*kmsg.FindCoordinatorResponse).Coordinators[0]; co.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("txn key: code %d, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no transactions yet)", co.ErrorCode)
 	}
 }

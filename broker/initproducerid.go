@@ -23,8 +23,12 @@ type producerIDs struct {
 	next, stop int64
 }
 
+// errNoTransactions is the message a transactional client gets.
+const errNoTransactions = "raftq does not support transactions yet"
+
 // serveInitProducerID gives an idempotent producer a new id at epoch 0.
-// Transactions are not supported: a transactional id is refused.
+// Transactions are not supported: a transactional id is refused with the
+// error FindCoordinator gives it (the response has no message field).
 func (n *Node) serveInitProducerID(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)

@@ -176,7 +176,14 @@ func (n *Node) leaderOf(p *coordinator.Partition) (uint64, uint64) {
 }
 
 func (n *Node) wantsAutoCreate(r *kmsg.MetadataRequest) bool {
-	return n.cfg.AutoCreateTopics && r.AllowAutoTopicCreation && len(missingTopics(n.meta.View(), r)) > 0
+	return n.cfg.AutoCreateTopics && allowsAutoCreate(r) && len(missingTopics(n.meta.View(), r)) > 0
+}
+
+// allowsAutoCreate is the request's AllowAutoTopicCreation, which v0-v3
+// lack: Kafka reads their absence as true (kafka-python and other old
+// clients rely on it), where a decoded request holds Go's false.
+func allowsAutoCreate(r *kmsg.MetadataRequest) bool {
+	return r.Version < 4 || r.AllowAutoTopicCreation
 }
 
 func missingTopics(st *coordinator.State, r *kmsg.MetadataRequest) []string {

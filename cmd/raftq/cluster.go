@@ -117,15 +117,25 @@ func printNodes(e *env, seed broker.Status, statuses map[uint64]*broker.Status) 
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tKAFKA\tADMIN\tALIVE\tREACHABLE\tFSYNC\tWAL\tREPLICAS")
 	for _, b := range seed.Brokers {
-		s, ok := statuses[b.ID]
-		fsync, wal, n := "-", "-", 0
-		if ok {
-			fsync, wal, n = s.Fsync, s.WAL, len(s.Partitions)
-		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%v\t%v\t%s\t%s\t%d\n", b.ID, b.KafkaAddr, b.AdminAddr, b.Alive, ok, fsync, wal, n)
+		fmt.Fprintln(w, nodeLine(b, statuses[b.ID]))
 	}
 	w.Flush()
 	fmt.Fprintln(e.stdout)
+}
+
+// nodeLine is one node's row; s is its own status, nil when its admin
+// endpoint did not answer. The metadata marks a killed node dead only
+// after its heartbeats time out, so alive and unreachable is "unknown",
+// not a claim that it is up.
+func nodeLine(b broker.BrokerStatus, s *broker.Status) string {
+	alive := fmt.Sprint(b.Alive)
+	fsync, wal, n := "-", "-", "-"
+	if s != nil {
+		fsync, wal, n = s.Fsync, s.WAL, fmt.Sprint(len(s.Partitions))
+	} else if b.Alive {
+		alive = "unknown"
+	}
+	return fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t%s\t%s\t%s", b.ID, b.KafkaAddr, b.AdminAddr, alive, s != nil, fsync, wal, n)
 }
 
 type partKey struct {
@@ -160,7 +170,12 @@ func printPartitions(e *env, statuses map[uint64]*broker.Status) {
 }
 
 // partitionLine summarises one partition: the leader's view and, for
-// every replica, how far its high watermark trails the leader's.
+// every replica, how far its high watermark trails the leader's. The
+// statuses are read from each node at slightly different times, and
+// right after a kill a new leader's high watermark can trail its
+// followers' until it commits in its term: a lag is a number only when
+// the replica is known and in the leader's term with a high watermark no
+// later than the leader's, else "unknown".
 func partitionLine(k partKey, reps map[uint64]broker.PartitionStatus) string {
 	var leader broker.PartitionStatus
 	found := false
@@ -174,10 +189,11 @@ func partitionLine(k partKey, reps map[uint64]broker.PartitionStatus) string {
 	}
 	lag := ""
 	for _, id := range leader.Replicas {
-		if p, ok := reps[id]; ok {
+		p, ok := reps[id]
+		if ok && p.Term == leader.Term && p.HighWatermark <= leader.HighWatermark {
 			lag += fmt.Sprintf("%d:%d ", id, leader.HighWatermark-p.HighWatermark)
 		} else {
-			lag += fmt.Sprintf("%d:? ", id)
+			lag += fmt.Sprintf("%d:unknown ", id)
 		}
 	}
 	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%s", k.topic, k.index, leader.Leader, leader.Term, leader.HighWatermark, leader.LogStart, lag)

@@ -53,7 +53,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	printDevBanner(e, started, dir, *dataDir == "")
+	printDevBanner(e, started, dir, *dataDir == "", *autoCreate)
 	<-ctx.Done()
 	fmt.Fprintln(e.stderr, "\nstopping raftq dev cluster")
 	return nil
@@ -158,35 +158,55 @@ func waitClusterReady(nodes []*broker.Node, timeout time.Duration) error {
 	return fmt.Errorf("cluster not ready after %s", timeout)
 }
 
-func printDevBanner(e *env, nodes []*broker.Node, dir string, temp bool) {
-	var kafka, admin []string
+func printDevBanner(e *env, nodes []*broker.Node, dir string, temp, autoCreate bool) {
+	b := devBanner{dir: dir, temp: temp, autoCreate: autoCreate, self: selfCommand(os.Args[0])}
 	for _, n := range nodes {
 		k, _, a := n.Addrs()
-		kafka = append(kafka, k)
-		admin = append(admin, "http://"+a+"/")
+		b.kafka = append(b.kafka, k)
+		b.admin = append(b.admin, a)
 	}
-	bootstrap := strings.Join(kafka, ",")
-	where := dir
-	if temp {
+	fmt.Fprint(e.stdout, b.String())
+}
+
+// devBanner is what raftq dev prints once its cluster is up.
+type devBanner struct {
+	kafka, admin []string // each node's Kafka and admin address
+	dir          string
+	temp         bool // dir is removed on exit
+	autoCreate   bool // --auto-create-topics
+	self         string
+}
+
+func (b devBanner) String() string {
+	bootstrap := strings.Join(b.kafka, ",")
+	where := b.dir
+	if b.temp {
 		where += " (removed on exit)"
 	}
-	self := selfCommand(os.Args[0])
-	fmt.Fprintf(e.stdout, `raftq dev cluster: %d nodes, data in %s
+	var urls []string
+	for _, a := range b.admin {
+		urls = append(urls, "http://"+a+"/")
+	}
+	try := "Try it (topics are created on first use):"
+	if !b.autoCreate {
+		try = "Try it (create topics first: --auto-create-topics=false):"
+	}
+	return fmt.Sprintf(`raftq dev cluster: %d nodes, data in %s
 
   bootstrap servers   %s
   admin               %s
 
-Try it (topics are created on first use):
-  %[5]s topic create demo --partitions 3 --brokers %[6]s
-  echo hello | %[5]s produce demo --brokers %[6]s
-  %[5]s consume demo --brokers %[6]s
-  kcat -b %[7]s -t demo -C
-  %[5]s cluster status --admin %[8]s
+%s
+  %[6]s topic create demo --partitions 3 --brokers %[3]s
+  echo hello | %[6]s produce demo --brokers %[3]s
+  %[6]s consume demo --brokers %[3]s
+  kcat -b %[7]s -t demo -C -e
+  %[6]s cluster status --admin %[8]s
 
 franz-go: kgo.NewClient(kgo.SeedBrokers(%[7]q))
 
 Ctrl-C stops the cluster.
-`, len(nodes), where, bootstrap, strings.Join(admin, " "), self, bootstrap, kafka[0], strings.TrimSuffix(strings.TrimPrefix(admin[0], "http://"), "/"))
+`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0])
 }
 
 // selfCommand is how the banner tells the user to run raftq again: "go
