@@ -38,7 +38,7 @@ type ISRLogConfig struct {
 //
 // One goroutine (the partition's owner) calls the mutators: AppendLeader,
 // AppendFollower, TruncateTo, BecomeLeader, SetHighWatermark, Checkpoint
-// and Close. Readers (fetch, ListOffsets, OffsetForLeaderEpoch) may call
+// and Close, and Producer, which reads the state they change. Readers (fetch, ListOffsets, OffsetForLeaderEpoch) may call
 // Log, EndOffsetFor, LatestEpoch and Epochs from any goroutine. The Log's
 // own mutators other than AdvanceStart, Roll and SetLimits must not be
 // called directly: they would bypass the producer and epoch state.
@@ -95,6 +95,7 @@ func (r *ISRLog) EndOffset() int64 { return r.log.EndOffset() }
 func (r *ISRLog) HighWatermark() int64 { return r.log.HighWatermark() }
 
 // Producer returns a copy of the state kept for producer id pid, or nil.
+// Only the owner goroutine may call it.
 func (r *ISRLog) Producer(pid int64) *ProducerState {
 	st := r.producers[pid]
 	if st == nil {
