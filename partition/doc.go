@@ -166,7 +166,9 @@
 // its epoch); a follower copies the leader's batches byte for byte,
 // offsets and epoch stamps included (AppendFollower over
 // Log.AppendReplica), and cuts its log where it diverged (TruncateTo,
-// guided by the leader's EndOffsetFor, KIP-101 and KIP-279).
+// guided by the leader's EndOffsetFor, KIP-101 and KIP-279), or empties
+// it and restarts at the leader's log start (ResetTo) when it has fallen
+// behind it.
 //
 //   - Offsets: a follower's batch starts exactly at its LEO, or it is
 //     refused (ErrOffsetMismatch) and nothing changes.

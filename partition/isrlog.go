@@ -37,8 +37,8 @@ type ISRLogConfig struct {
 // invariants.
 //
 // One goroutine (the partition's owner) calls the mutators: AppendLeader,
-// AppendFollower, TruncateTo, BecomeLeader, SetHighWatermark, Checkpoint
-// and Close, and Producer, which reads the state they change. Readers (fetch, ListOffsets, OffsetForLeaderEpoch) may call
+// AppendFollower, TruncateTo, ResetTo, BecomeLeader, SetHighWatermark,
+// Checkpoint and Close, and Producer, which reads the state they change. Readers (fetch, ListOffsets, OffsetForLeaderEpoch) may call
 // Log, EndOffsetFor, LatestEpoch and Epochs from any goroutine. The Log's
 // own mutators other than AdvanceStart, Roll and SetLimits must not be
 // called directly: they would bypass the producer and epoch state.

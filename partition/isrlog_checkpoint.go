@@ -197,3 +197,17 @@ func (r *ISRLog) rescan(from, to int64) error {
 	}
 	return nil
 }
+
+// removeCheckpoints deletes both checkpoint files durably.
+func (r *ISRLog) removeCheckpoints() error {
+	for slot := range 2 {
+		if err := removeIfExists(r.log.fs, isrCheckpointPath(r.cfg.Dir, slot)); err != nil {
+			return fmt.Errorf("remove isr checkpoint: %w", err)
+		}
+		r.cps.raw[slot], r.cps.offset[slot] = nil, -1
+	}
+	if err := r.log.fs.SyncDir(r.cfg.Dir); err != nil {
+		return fmt.Errorf("remove isr checkpoint: sync dir: %w", err)
+	}
+	return nil
+}

@@ -274,3 +274,40 @@ func TestISRLog_EndOffsetFor(t *testing.T) {
 		t.Fatalf("BecomeLeader(1) after 2: %v, want FENCED_LEADER_EPOCH", err)
 	}
 }
+
+func TestISRLog_ResetTo(t *testing.T) {
+	dir := t.TempDir()
+	r := openISR(t, dir, testConfig())
+	if err := r.BecomeLeader(2); err != nil {
+		t.Fatal(err)
+	}
+	for seq := range int32(3) {
+		mustProduce(t, r, idemBatch(t, 7, 0, seq, "a"), 2)
+	}
+	if err := r.ResetTo(50); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		l := r.Log()
+		if l.StartOffset() != 50 || r.EndOffset() != 50 || r.HighWatermark() != 50 {
+			t.Fatalf("%s: start %d, end %d, hw %d; want 50 each", when, l.StartOffset(), r.EndOffset(), r.HighWatermark())
+		}
+		if r.Producer(7) != nil || len(r.Epochs()) != 0 {
+			t.Fatalf("%s: producer %+v, epochs %v survive the reset", when, r.Producer(7), r.Epochs())
+		}
+	}
+	check("after ResetTo")
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = openISR(t, dir, testConfig())
+	r.SetHighWatermark(50)
+	check("reopened")
+	if err := r.AppendFollower(stamped(idemBatch(t, 7, 0, 9, "b"), 50, 4)); err != nil {
+		t.Fatalf("AppendFollower at the new start: %v", err)
+	}
+	if got, want := r.Epochs(), []EpochStart{{4, 50}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("epochs %v, want %v", got, want)
+	}
+}

@@ -59,3 +59,21 @@ func (r *ISRLog) scanProducers(from, to int64) error {
 	}
 	return nil
 }
+
+// ResetTo empties the log and restarts it at offset, as a follower whose
+// LEO is below the leader's log start does (Kafka's
+// truncateFullyAndStartAt): producers and epochs are cleared, and start,
+// end and high watermark all become offset. It is durable when it returns.
+// The old checkpoints are removed first, so a crash midway never pairs
+// them with the new log.
+func (r *ISRLog) ResetTo(offset int64) error {
+	if err := r.removeCheckpoints(); err != nil {
+		return fmt.Errorf("reset isr log to %d: %w", offset, err)
+	}
+	if err := r.log.Reset(offset); err != nil {
+		return fmt.Errorf("reset isr log to %d: %w", offset, err)
+	}
+	r.producers = map[int64]*ProducerState{}
+	r.setEpochs(nil)
+	return r.Checkpoint()
+}
