@@ -44,13 +44,39 @@ func (l *Log) AppendValidated(batch []byte, epoch int32) (base, last int64, err 
 	return l.append(batch, info, epoch)
 }
 
+// AppendReplica appends a batch copied from a leader's log (ISR
+// replication) as it is: its base offset must be the log end, and its
+// partitionLeaderEpoch is kept, so every replica stores the leader's bytes
+// at the leader's offsets. Like AppendValidated it checks only the header.
+// A base other than the log end is refused with an error wrapping
+// ErrOffsetMismatch and changes nothing.
+func (l *Log) AppendReplica(batch []byte) (base, last int64, err error) {
+	if len(batch) > math.MaxInt32 {
+		return -1, -1, &BatchError{Kind: ErrBatchTooLarge, Reason: fmt.Sprintf("%d bytes, limit %d", len(batch), math.MaxInt32)}
+	}
+	info, err := ParseBatchHeader(batch)
+	if err != nil {
+		return -1, -1, err
+	}
+	return l.appendAt(batch, info, info.LeaderEpoch, info.BaseOffset)
+}
+
 func (l *Log) append(batch []byte, info BatchInfo, epoch int32) (int64, int64, error) {
+	return l.appendAt(batch, info, epoch, -1)
+}
+
+// appendAt appends batch stamped with epoch at the log end; want, unless
+// negative, is the base offset the caller requires the end to be.
+func (l *Log) appendAt(batch []byte, info BatchInfo, epoch int32, want int64) (int64, int64, error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	if err := l.writable(); err != nil {
 		return -1, -1, err
 	}
 	base := l.active().next
+	if want >= 0 && want != base {
+		return -1, -1, fmt.Errorf("%w: batch base %d, log end %d", ErrOffsetMismatch, want, base)
+	}
 	last := base + int64(info.LastOffsetDelta)
 	if err := l.maybeRoll(int64(len(batch)), last); err != nil {
 		return -1, -1, err

@@ -133,10 +133,10 @@
 // # Goroutines and locks
 //
 // One goroutine (the raft apply loop) owns the mutators: Append,
-// AppendValidated, Roll, Sync, Truncate, Reset, AdvanceStart,
+// AppendValidated, AppendReplica, Roll, Sync, Truncate, Reset, AdvanceStart,
 // ApplyRetention, SetHighWatermark and Close. They are serialised by
 // writeMu regardless. Any number of goroutines read: Read,
-// ListOffset, OffsetForTimestamp, RetentionOffset, the offset getters and
+// ScanBatches, ListOffset, OffsetForTimestamp, RetentionOffset, the offset getters and
 // the waiters.
 //
 //   - writeMu: held by a mutator for its whole call, I/O included.
@@ -151,9 +151,54 @@
 //     last release closes the file, so retention never pulls a file from
 //     under a reader.
 //   - Replica.mu: guards the epoch starts and the staged snapshots.
+//   - ISRLog.mu: guards an ISR replica's epoch starts; a leaf, never held
+//     across I/O or while a Log lock is taken.
 //
 // The lock order is in the repository's DESIGN.md ("Lock order"), the one
 // list for every package.
+//
+// # ISR mode (ISRLog)
+//
+// ISRLog (isrlog*.go) is the storage of a partition replicated the Kafka
+// way (replication.mode=isr): the same Log, plus the idempotent producers
+// and leader epoch starts, kept next to it instead of in raft snapshots.
+// A leader assigns offsets (AppendLeader: dedup with checkProducer, stamp
+// its epoch); a follower copies the leader's batches byte for byte,
+// offsets and epoch stamps included (AppendFollower over
+// Log.AppendReplica), and cuts its log where it diverged (TruncateTo,
+// guided by the leader's EndOffsetFor, KIP-101 and KIP-279), or empties
+// it and restarts at the leader's log start (ResetTo) when it has fallen
+// behind it.
+//
+//   - Offsets: a follower's batch starts exactly at its LEO, or it is
+//     refused (ErrOffsetMismatch) and nothing changes.
+//   - Epochs: the starts rise in both epoch and offset and lie at or below
+//     the LEO; every batch carries the epoch in force at its base. A
+//     follower batch never has an older epoch than the newest start
+//     (ErrEpochRegression). New starts follow Kafka's assign (conflicting
+//     newer entries go); a truncation drops the starts at or above the new
+//     end. The raft Replica keeps its append-only note.
+//   - Producers: always what replaying every batch of [start, LEO) through
+//     recordProducer gives (the last five batches of each producer's
+//     current epoch), after appends, truncations and reopens alike. A
+//     duplicate returns its first offsets and appends nothing; its ack
+//     must still wait for HW > its last offset.
+//   - High watermark: at most the LEO; it rises through SetHighWatermark
+//     (clamped to the LEO) and falls only through TruncateTo. In memory
+//     only: it restarts at the log start.
+//   - Durability: nothing is fsynced per batch (Kafka's default). The
+//     checkpoint isr.checkpoint.{0,1} {Offset X, Producers, Epochs} is
+//     written only right after a Log.Sync made [start, X) durable
+//     (Checkpoint, BecomeLeader, Close, and TruncateTo when a checkpoint
+//     described more than the new end), alternating between the two files.
+//     A new leader's epoch start is durable when BecomeLeader returns,
+//     before its first ack. Open recovers the log, takes the newest
+//     checkpoint with X at or below the recovered end (the other one, or a
+//     scan from the start, otherwise), rescans the batch headers from X
+//     (Log.ScanBatches), and rewrites any checkpoint beyond the end, so a
+//     stale one can never match a regrown log later.
+//   - Ownership: one goroutine calls the mutators and Producer; Log,
+//     EndOffsetFor, LatestEpoch and Epochs are safe from any.
 //
 // # Notes and departures from the shared design
 //

@@ -43,3 +43,40 @@ func (c epochCache) endOffset(epoch int32, logEnd int64) (int32, int64) {
 	}
 	return c[hi-1].Epoch, c[hi].StartOffset
 }
+
+// assign records that epoch began at offset, as Kafka's
+// LeaderEpochFileCache.assign does since KAFKA-7415 (PR 5678): entries that
+// the new start contradicts (an epoch at or above it, or a start at or
+// above offset) are dropped first, so the cache stays increasing in both
+// epoch and offset. A start for the latest epoch at or above the known one
+// changes nothing. Unlike note, which the raft Replica uses and which only
+// ever appends, assign may rewrite the tail: an ISR follower's log is cut
+// and refilled by whichever leader it follows.
+func (c epochCache) assign(epoch int32, offset int64) epochCache {
+	if n := len(c); n > 0 && c[n-1].Epoch == epoch && c[n-1].StartOffset <= offset {
+		return c
+	}
+	keep := len(c)
+	for keep > 0 && (c[keep-1].Epoch >= epoch || c[keep-1].StartOffset >= offset) {
+		keep--
+	}
+	return append(c[:keep:keep], EpochStart{epoch, offset})
+}
+
+// truncateFrom drops the starts at or above offset, as Kafka's
+// truncateFromEnd does when the log is cut there.
+func (c epochCache) truncateFrom(offset int64) epochCache {
+	keep := len(c)
+	for keep > 0 && c[keep-1].StartOffset >= offset {
+		keep--
+	}
+	return c[:keep:keep]
+}
+
+// latest returns the newest epoch, or -1 when none is known.
+func (c epochCache) latest() int32 {
+	if len(c) == 0 {
+		return -1
+	}
+	return c[len(c)-1].Epoch
+}

@@ -36,6 +36,9 @@ var (
 	// ErrCorruptLog: bytes already in a segment do not parse (disk damage or
 	// a concurrent Truncate under a reader).
 	ErrCorruptLog = errors.New("partition: corrupt segment data")
+	// ErrOffsetMismatch: a replicated batch does not start at the log end
+	// (Kafka's follower check; the follower must truncate or refetch).
+	ErrOffsetMismatch = errors.New("partition: replicated batch does not start at the log end")
 )
 
 // BatchError says why a batch was rejected. It unwraps to ErrCorruptBatch,

@@ -1,0 +1,213 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/raftq/raftq/internal/durable"
+)
+
+// isrCheckpointName is the stem of the ISR checkpoint files. There are two,
+// <stem>.0 and <stem>.1, written alternately, so that when the newer one
+// describes more log than recovery kept (a disk that lost synced bytes, or
+// a crash inside TruncateTo) the older one is still there to fall back on.
+const isrCheckpointName = "isr.checkpoint"
+
+// isrCheckpoint is the replica's state as of log offset Offset: when it was
+// written, [Start, Offset) was durable (a Log.Sync had just returned) and
+// Producers and Epochs described exactly those batches. Seq orders the two
+// files.
+type isrCheckpoint struct {
+	Seq       uint64                   `json:"seq"`
+	Start     int64                    `json:"start"`
+	Offset    int64                    `json:"offset"`
+	Producers map[int64]*ProducerState `json:"producers,omitempty"`
+	Epochs    epochCache               `json:"epochs,omitempty"`
+}
+
+// checkpointSlots is what the owner knows of the two checkpoint files.
+type checkpointSlots struct {
+	seq    uint64    // the newest Seq written or read
+	raw    [2][]byte // each file's contents; nil when absent or unreadable
+	offset [2]int64  // each file's Offset; -1 when raw is nil
+}
+
+func isrCheckpointPath(dir string, slot int) string {
+	return filepath.Join(dir, fmt.Sprintf("%s.%d", isrCheckpointName, slot))
+}
+
+func encodeISRCheckpoint(c *isrCheckpoint) ([]byte, error) {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode isr checkpoint: %w", err)
+	}
+	return sealCheckpoint(body), nil
+}
+
+// decodeISRCheckpoint checks the CRC line sealCheckpoint added and decodes
+// the body into fresh state (nothing shared with an earlier decode).
+func decodeISRCheckpoint(b []byte) (*isrCheckpoint, error) {
+	i := bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')
+	if i < 0 {
+		return nil, fmt.Errorf("%w: isr checkpoint without crc", ErrCorruptLog)
+	}
+	var sum uint32
+	if _, err := fmt.Sscanf(string(b[i+1:]), "%08x\n", &sum); err != nil || sum != crc32.Checksum(b[:i], castagnoli) {
+		return nil, fmt.Errorf("%w: isr checkpoint crc mismatch", ErrCorruptLog)
+	}
+	c := &isrCheckpoint{}
+	if err := json.Unmarshal(b[:i], c); err != nil {
+		return nil, fmt.Errorf("%w: isr checkpoint: %w", ErrCorruptLog, err)
+	}
+	if c.Offset < 0 || c.Start < 0 {
+		return nil, fmt.Errorf("%w: isr checkpoint with negative offsets", ErrCorruptLog)
+	}
+	return c, nil
+}
+
+// readSlots reads both checkpoint files. A missing file is an empty slot;
+// one that does not decode is too, with a warning: the other file or a
+// scan of the log replaces it.
+func (r *ISRLog) readSlots() error {
+	for slot := range 2 {
+		r.cps.offset[slot] = -1
+		b, err := readFile(r.log.fs, isrCheckpointPath(r.cfg.Dir, slot))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read isr checkpoint: %w", err)
+		}
+		c, err := decodeISRCheckpoint(b)
+		if err != nil {
+			r.logger.Warn("ignoring unreadable isr checkpoint", "dir", r.cfg.Dir, "slot", slot, "err", err)
+			continue
+		}
+		r.cps.raw[slot], r.cps.offset[slot] = b, c.Offset
+		r.cps.seq = max(r.cps.seq, c.Seq)
+	}
+	return nil
+}
+
+// newestUpTo returns a fresh decode of the newest checkpoint whose Offset
+// is at most end, or nil when neither is.
+func (r *ISRLog) newestUpTo(end int64) *isrCheckpoint {
+	var best *isrCheckpoint
+	for slot := range 2 {
+		if r.cps.raw[slot] == nil || r.cps.offset[slot] > end {
+			continue
+		}
+		c, err := decodeISRCheckpoint(r.cps.raw[slot])
+		if err == nil && (best == nil || c.Seq > best.Seq) {
+			best = c
+		}
+	}
+	return best
+}
+
+// Checkpoint makes the log durable (Log.Sync) and then records the
+// producers and epochs as of the log end, so that Open rescans only what
+// follows. The owner calls it when a segment rolls and on a timer (Kafka:
+// every 60 s); Close and BecomeLeader call it too.
+func (r *ISRLog) Checkpoint() error {
+	if err := r.log.Sync(); err != nil {
+		return fmt.Errorf("isr checkpoint: %w", err)
+	}
+	return r.writeCheckpoint(r.log.EndOffset())
+}
+
+// writeCheckpoint writes the state as of offset into the older slot. The
+// caller has just synced [start, offset).
+func (r *ISRLog) writeCheckpoint(offset int64) error {
+	c := &isrCheckpoint{Seq: r.cps.seq + 1, Start: r.log.StartOffset(), Offset: offset, Producers: r.producers, Epochs: r.Epochs()}
+	b, err := encodeISRCheckpoint(c)
+	if err != nil {
+		return err
+	}
+	slot := int(c.Seq % 2)
+	w := durable.Writer{FS: durableFS{r.log.fs}, AfterTemp: func() { r.log.crashPoint("isr-checkpoint-tmp-written") }}
+	if err := w.WriteFile(isrCheckpointPath(r.cfg.Dir, slot), b, 0o644); err != nil {
+		return fmt.Errorf("write isr checkpoint: %w", err)
+	}
+	r.cps.seq, r.cps.raw[slot], r.cps.offset[slot] = c.Seq, b, offset
+	return nil
+}
+
+// dropStaleCheckpoints replaces every checkpoint that describes more than
+// the log's end: after a truncation its producers and epochs no longer
+// match the log, and once the log grew past its Offset again nothing would
+// tell. At most two writes (one per slot).
+func (r *ISRLog) dropStaleCheckpoints() error {
+	end := r.log.EndOffset()
+	for range 2 {
+		if r.cps.offset[0] <= end && r.cps.offset[1] <= end {
+			return nil
+		}
+		if err := r.Checkpoint(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// load rebuilds the state after Open's recovery: from the newest
+// checkpoint the recovered log covers (the other one, or nothing, when
+// the newest claims more), then a header scan of the batches after it.
+func (r *ISRLog) load() error {
+	if err := r.readSlots(); err != nil {
+		return err
+	}
+	start, end := r.log.StartOffset(), r.log.EndOffset()
+	c := r.newestUpTo(end)
+	if c == nil {
+		c = &isrCheckpoint{Offset: start}
+	}
+	if c.Seq < r.cps.seq {
+		r.logger.Warn("newest isr checkpoint lies beyond the recovered log; falling back",
+			"dir", r.cfg.Dir, "end", end, "from", c.Offset, "seq", c.Seq)
+	}
+	r.producers = c.Producers
+	if r.producers == nil {
+		r.producers = map[int64]*ProducerState{}
+	}
+	r.setEpochs(c.Epochs.truncateFrom(end + 1))
+	if err := r.rescan(max(c.Offset, start), end); err != nil {
+		return err
+	}
+	return r.dropStaleCheckpoints()
+}
+
+// rescan replays the headers of the batches in [from, to) into the
+// producers and epochs.
+func (r *ISRLog) rescan(from, to int64) error {
+	if from >= to {
+		return nil
+	}
+	err := r.log.ScanBatches(from, to, func(info BatchInfo) error {
+		r.noteBatch(info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rescan [%d, %d): %w", from, to, err)
+	}
+	return nil
+}
+
+// removeCheckpoints deletes both checkpoint files durably.
+func (r *ISRLog) removeCheckpoints() error {
+	for slot := range 2 {
+		if err := removeIfExists(r.log.fs, isrCheckpointPath(r.cfg.Dir, slot)); err != nil {
+			return fmt.Errorf("remove isr checkpoint: %w", err)
+		}
+		r.cps.raw[slot], r.cps.offset[slot] = nil, -1
+	}
+	if err := r.log.fs.SyncDir(r.cfg.Dir); err != nil {
+		return fmt.Errorf("remove isr checkpoint: sync dir: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package partition
+
+import "fmt"
+
+// TruncateTo cuts the log so it ends at off (a batch straddling off goes
+// whole, as Log.Truncate does), as a follower does where its log diverged
+// from the leader's, or after an unclean election. Epoch starts at or
+// above the new end are dropped; producer state is rebuilt from the newest
+// checkpoint at or below the new end plus a header scan of the batches
+// between; the high watermark is lowered to the new end if above it (the
+// only way it moves down). Offsets at or above the LEO change nothing, as
+// in Kafka. It is durable when it returns, checkpoints included.
+func (r *ISRLog) TruncateTo(off int64) error {
+	if off >= r.log.EndOffset() {
+		return nil
+	}
+	end, err := r.log.Truncate(off)
+	if err != nil {
+		return fmt.Errorf("truncate isr log to %d: %w", off, err)
+	}
+	r.log.crashPoint("isr-truncated")
+	r.setEpochs(epochCache(r.Epochs()).truncateFrom(end))
+	if err := r.rebuildProducers(end); err != nil {
+		return fmt.Errorf("truncate isr log to %d: %w", off, err)
+	}
+	return r.dropStaleCheckpoints()
+}
+
+// rebuildProducers recomputes the producer state of [start, end) as
+// Kafka's truncateTo does from its producer snapshots.
+func (r *ISRLog) rebuildProducers(end int64) error {
+	start := r.log.StartOffset()
+	from := start
+	r.producers = map[int64]*ProducerState{}
+	if c := r.newestUpTo(end); c != nil {
+		if c.Producers != nil {
+			r.producers = c.Producers
+		}
+		from = max(from, c.Offset)
+	}
+	return r.scanProducers(from, end)
+}
+
+// scanProducers replays the producers of the batches in [from, to); unlike
+// rescan it leaves the epochs alone (TruncateTo cut them already).
+func (r *ISRLog) scanProducers(from, to int64) error {
+	if from >= to {
+		return nil
+	}
+	err := r.log.ScanBatches(from, to, func(info BatchInfo) error {
+		if info.Idempotent() {
+			last := info.BaseOffset + int64(info.LastOffsetDelta)
+			r.producers[info.ProducerID] = recordProducer(r.producers[info.ProducerID], info, info.BaseOffset, last)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("rescan producers [%d, %d): %w", from, to, err)
+	}
+	return nil
+}
+
+// ResetTo empties the log and restarts it at offset, as a follower whose
+// LEO is below the leader's log start does (Kafka's
+// truncateFullyAndStartAt): producers and epochs are cleared, and start,
+// end and high watermark all become offset. It is durable when it returns.
+// The old checkpoints are removed first, so a crash midway never pairs
+// them with the new log.
+func (r *ISRLog) ResetTo(offset int64) error {
+	if err := r.removeCheckpoints(); err != nil {
+		return fmt.Errorf("reset isr log to %d: %w", offset, err)
+	}
+	if err := r.log.Reset(offset); err != nil {
+		return fmt.Errorf("reset isr log to %d: %w", offset, err)
+	}
+	r.producers = map[int64]*ProducerState{}
+	r.setEpochs(nil)
+	return r.Checkpoint()
+}
