@@ -225,3 +225,22 @@ func TestLeader_AnswerOfOtherEpochIgnored(t *testing.T) {
 		t.Fatal("a stale answer was taken, or is still awaited")
 	}
 }
+
+// A pending addition holds the HW back even when the new member is not
+// caught up by the lag rule (its first fetch gives it no credit): the
+// maximal ISR, not only caught-up replicas, bounds the HW.
+func TestLeader_PendingAdditionHoldsHW(t *testing.T) {
+	h := newHarness(t, ids(1, 2, 3), ids(1, 2), 1, 10, nil)
+	h.fetch(2, 10, at(1))
+	h.wantHW(10)
+	h.setHW(h.l.appended(20, at(2)))
+	h.fetch(3, 10, at(3))
+	if h.l.followers[3].isCaughtUp(20, at(3), lag) {
+		t.Fatal("test premise: follower 3 must not be caught up")
+	}
+	h.wantISR(ids(1, 2), ids(1, 2, 3))
+	h.fetch(2, 20, at(4))
+	h.wantHW(10)
+	h.setHW(h.c.fail(h.l, kerr.IneligibleReplica, at(5)))
+	h.wantHW(20) // rolled back: 3 no longer holds it
+}
