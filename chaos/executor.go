@@ -75,13 +75,21 @@ func NewExecutor(env Env, s Schedule, start time.Time, obs Observer) *Executor {
 // runs at once. A failed step is reported to the observer (Event.Err)
 // and does not stop the schedule: faults can fail for reasons of the
 // moment (no leader to kill during a partition), and Heal undoes
-// whatever a failed step did.
+// whatever a failed step did. A stop under way when ctx ends runs to
+// its end (bounded by FinalHealTimeout), as Heal would: cutting a heal
+// short only leaves Heal to do it again, with an error recorded for a
+// stop that did nothing wrong.
 func (x *Executor) Play(ctx context.Context) {
 	for _, st := range x.s.Steps() {
 		if !sleepUntil(ctx, x.start.Add(st.At)) {
 			return
 		}
-		x.step(ctx, st.Fault, st.Phase)
+		sctx, cancel := ctx, context.CancelFunc(func() {})
+		if st.Phase == PhaseStop {
+			sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), FinalHealTimeout)
+		}
+		x.step(sctx, st.Fault, st.Phase)
+		cancel()
 	}
 }
 

@@ -308,3 +308,43 @@ func TestExecutor_AgainstRealCluster(t *testing.T) {
 		t.Errorf("crashes: %+v", cr)
 	}
 }
+
+// slowStart is a fakeEnv whose EnsureRunning waits for release, or for
+// its context to end.
+type slowStart struct {
+	*fakeEnv
+	started, release chan struct{}
+}
+
+func (s slowStart) EnsureRunning(ctx context.Context, ids ...int) error {
+	close(s.started)
+	select {
+	case <-s.release:
+		return s.fakeEnv.EnsureRunning(ctx, ids...)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A stop (a heal) under way when the run's context ends finishes, rather
+// than failing with the cancellation and leaving Heal to redo it.
+func TestExecutor_StopUnderWayWhenThePlayEndsFinishes(t *testing.T) {
+	s := Schedule{Faults: []Fault{{ID: 0, Kind: KindKill, Start: 0, Stop: 10 * time.Millisecond, Target: TargetOne, Nodes: []int{3}}}}
+	env := slowStart{fakeEnv: &fakeEnv{leader: 1}, started: make(chan struct{}), release: make(chan struct{})}
+	var ev events
+	x := NewExecutor(env, s, time.Now(), ev.observer())
+	ctx, cancel := context.WithCancel(context.Background())
+	played := make(chan struct{})
+	go func() {
+		defer close(played)
+		x.Play(ctx)
+	}()
+	<-env.started
+	cancel()
+	close(env.release)
+	<-played
+	ev.check(t)
+	if got := ev.ended[len(ev.ended)-1]; got.Phase != PhaseStop || got.Err != "" {
+		t.Fatalf("the stop under way ended as %+v, want a clean stop", got)
+	}
+}
