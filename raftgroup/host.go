@@ -27,7 +27,7 @@ type Host struct {
 	log       *slog.Logger
 	transport Transport
 
-	mu     sync.Mutex // guards groups and closed; taken before Group.mu
+	mu     sync.Mutex // guards groups and closed (lock order: DESIGN.md)
 	groups map[uint64]*Group
 	list   atomic.Pointer[[]*Group] // sorted by id, copy-on-write under mu
 	closed bool
