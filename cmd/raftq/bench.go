@@ -143,7 +143,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 }
 
 func ensureTopic(ctx context.Context, cf *clientFlags, topic string, parts int32, rf int16, cfgs map[string]*string) error {
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}

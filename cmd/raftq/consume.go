@@ -34,7 +34,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := cf.client()
+	cl, err := cf.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -459,3 +459,19 @@ func freePortRuns(t *testing.T) (base, admin int) {
 	t.Fatal("no free port runs for raftq dev")
 	return 0, 0
 }
+
+// -b at a real node's admin or peer port fails within a second, naming
+// the port for what it is, where the admin port hung 40 s and the peer
+// port's handshake reply was read as "invalid large response size".
+func TestE2E_CLIWrongPort(t *testing.T) {
+	c := e2eCluster(t, 1)
+	n1, _ := c.Node(1)
+	out := cliPromptly(t, 1, "x\n", "produce", "t", "-b", n1.AdminAddr())
+	if want := n1.AdminAddr() + " is a raftq admin port (node 1), not a Kafka one; the Kafka port is " + n1.KafkaAddr(); !strings.Contains(out.stderr, want) {
+		t.Errorf("produce at the admin port: stderr %q, want %q", out.stderr, want)
+	}
+	out = cliPromptly(t, 1, "", "topic", "list", "-b", n1.PeerAddr())
+	if want := n1.PeerAddr() + " is a raftq peer port (node 1), not a Kafka one; the Kafka port is the node's --kafka-addr"; !strings.Contains(out.stderr, want) {
+		t.Errorf("topic list at the peer port: stderr %q, want %q", out.stderr, want)
+	}
+}

@@ -25,7 +25,7 @@ func groupList(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func groupDescribe(ctx context.Context, e *env, args []string) error {
 		return usageError{errors.New("want exactly one group")}
 	}
 	group := fs.Arg(0)
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func groupResetOffsets(ctx context.Context, e *env, args []string) error {
 		return usageError{err}
 	}
 	group := fs.Arg(0)
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}

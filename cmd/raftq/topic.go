@@ -36,7 +36,7 @@ func topicCreate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func topicList(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one topic name")}
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func topicAlter(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func topicDelete(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() == 0 {
 		return usageError{errors.New("want at least one topic name")}
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftq/raftq/broker"
+)
+
+// promptly is how soon a client command at a wrong address must fail:
+// the bound for "clear errors instead of long waits".
+const promptly = time.Second
+
+// cliPromptly is cli for a command that must end within promptly.
+func cliPromptly(t *testing.T, code int, stdin string, args ...string) cliResult {
+	t.Helper()
+	start := time.Now()
+	out := cli(t, code, stdin, args...)
+	if took := time.Since(start); took > promptly {
+		t.Errorf("raftq %s took %s, want at most %s", strings.Join(args, " "), took.Round(time.Millisecond), promptly)
+	}
+	return out
+}
+
+// A producer that never reached a broker fails at once with the dial
+// error, where it waited out --drain-timeout and called its records'
+// fate unknown; so does a generated load.
+func TestProduce_NoBrokerFailsAtOnce(t *testing.T) {
+	for _, args := range [][]string{
+		{"produce", "-b", "127.0.0.1:1", "nowhere"},
+		{"produce", "-b", "127.0.0.1:1", "--rate", "100", "nowhere"},
+	} {
+		out := cliPromptly(t, 1, "one\ntwo\n", args...)
+		if want := "no Kafka broker reachable at 127.0.0.1:1: unable to dial: dial tcp 127.0.0.1:1: connect: connection refused"; !strings.Contains(out.stderr, want) {
+			t.Errorf("raftq %s: stderr %q, want %q", strings.Join(args, " "), out.stderr, want)
+		}
+		if strings.Contains(out.stderr, "unknown") {
+			t.Errorf("raftq %s: stderr %q calls records of unknown fate that were never sent", strings.Join(args, " "), out.stderr)
+		}
+	}
+}
+
+// Every client command pointed at an admin port says so within a second
+// and names the node's Kafka port, which the status document holds. Go's
+// HTTP server, as the admin listener is, waits for the end of a request
+// line that a Kafka frame never sends.
+func TestClient_AdminPortNamesKafkaPort(t *testing.T) {
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/status" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(broker.Status{NodeID: 2, KafkaAddr: "127.0.0.1:9093"})
+	}))
+	t.Cleanup(admin.Close)
+	addr := strings.TrimPrefix(admin.URL, "http://")
+	want := addr + " is a raftq admin port (node 2), not a Kafka one; the Kafka port is 127.0.0.1:9093"
+	for _, args := range [][]string{
+		{"produce", "t"},
+		{"consume", "t"},
+		{"topic", "list"},
+		{"group", "list"},
+	} {
+		out := cliPromptly(t, 1, "one\n", append(args, "-b", addr)...)
+		if !strings.Contains(out.stderr, want) {
+			t.Errorf("raftq %s: stderr %q, want %q", strings.Join(args, " "), out.stderr, want)
+		}
+	}
+}
+
+// An HTTP server that is not a raftq admin port is named as such rather
+// than waited on.
+func TestClient_OtherHTTPServer(t *testing.T) {
+	other := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(other.Close)
+	addr := strings.TrimPrefix(other.URL, "http://")
+	out := cliPromptly(t, 1, "", "topic", "list", "-b", addr)
+	if want := addr + " answers HTTP (404 Not Found), not Kafka"; !strings.Contains(out.stderr, want) {
+		t.Errorf("stderr %q, want %q", out.stderr, want)
+	}
+}
+
+// identify leaves a real Kafka broker alone: the fake broker hangs up on
+// HTTP, as Kafka does.
+func TestIdentify_KafkaBroker(t *testing.T) {
+	brokers, _ := fakeThatDies(t, 1<<30)
+	ctx, cancel := context.WithTimeout(context.Background(), identifyWait)
+	defer cancel()
+	if err := identify(ctx, brokers); err != nil {
+		t.Errorf("identify(%s) = %v, want nil for a Kafka broker", brokers, err)
+	}
+}
