@@ -79,7 +79,7 @@ type benchFlags struct {
 
 func runBench(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "bench")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	pf := bindProducerFlags(fs)
 	b := &benchFlags{}
 	fs.StringVar(&b.topic, "topic", "raftq-bench", "topic to produce to (created if missing)")

@@ -24,9 +24,9 @@ type clientFlags struct {
 	brokers string
 }
 
-func bindClientFlags(fs *pflag.FlagSet) *clientFlags {
+func bindClientFlags(e *env, fs *pflag.FlagSet) *clientFlags {
 	c := &clientFlags{}
-	fs.StringVarP(&c.brokers, "brokers", "b", "127.0.0.1:9092", "bootstrap brokers, comma separated")
+	fs.StringVarP(&c.brokers, "brokers", "b", e.flagDefault(envBrokers, "127.0.0.1:9092"), "bootstrap brokers, comma separated (default from $"+envBrokers+")")
 	return c
 }
 

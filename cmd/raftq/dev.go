@@ -205,8 +205,11 @@ func (b devBanner) String() string {
 
 franz-go: kgo.NewClient(kgo.SeedBrokers(%[7]q))
 
+For the raftq commands without --brokers and --admin (flags still win):
+  export %[9]s=%[3]s %[10]s=%[8]s
+
 Ctrl-C stops the cluster.
-`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0])
+`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin)
 }
 
 // selfCommand is how the banner tells the user to run raftq again: "go

@@ -21,7 +21,7 @@ func runGroup(ctx context.Context, e *env, args []string) error {
 
 func groupList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "group list")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ type partitionRow struct {
 
 func groupDescribe(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "group describe")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ type resetTarget struct {
 
 func groupResetOffsets(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "group reset-offsets")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	topic := fs.String("topic", "", "topic whose offsets to reset (required)")
 	var tgt resetTarget
 	fs.BoolVar(&tgt.earliest, "to-earliest", false, "reset to each partition's log start")

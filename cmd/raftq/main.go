@@ -19,10 +19,32 @@ type command struct {
 	run     func(ctx context.Context, env *env, args []string) error
 }
 
-// env is what a command writes to; tests substitute buffers.
+// env is what a command reads and writes; tests substitute buffers.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// getenv reads the environment; nil is an empty one, so that tests
+	// run in-process do not see the variables of the shell that runs
+	// them.
+	getenv func(string) string
+}
+
+// Environment variables that set the client commands' flag defaults;
+// raftq dev prints the line that exports them.
+const (
+	envBrokers = "RAFTQ_BROKERS" // --brokers
+	envAdmin   = "RAFTQ_ADMIN"   // --admin
+)
+
+// flagDefault is the value of the environment variable name, if set, or
+// else def.
+func (e *env) flagDefault(name, def string) string {
+	if e.getenv != nil {
+		if v := e.getenv(name); v != "" {
+			return v
+		}
+	}
+	return def
 }
 
 func commands() map[string]command {
@@ -50,7 +72,7 @@ func main() {
 		signal.Ignore(syscall.SIGTERM)
 		stop()
 	})
-	os.Exit(run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:]))
+	os.Exit(run(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:]))
 }
 
 func run(ctx context.Context, e *env, args []string) int {

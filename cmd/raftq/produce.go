@@ -62,7 +62,7 @@ func (p *producerFlags) opts() ([]kgo.Opt, error) {
 
 func runProduce(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "produce")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	pf := bindProducerFlags(fs)
 	key := fs.String("key", "", "record key")
 	rateFlag := fs.Float64("rate", 0, "generate load at this many records/s instead of reading stdin")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/raftq/raftq/broker"
+	"github.com/raftq/raftq/internal/logging"
 )
 
 // promptly is how soon a client command at a wrong address must fail:
@@ -93,5 +94,51 @@ func TestIdentify_KafkaBroker(t *testing.T) {
 	defer cancel()
 	if err := identify(ctx, brokers); err != nil {
 		t.Errorf("identify(%s) = %v, want nil for a Kafka broker", brokers, err)
+	}
+}
+
+// cliEnv is cli with the environment variables vars.
+func cliEnv(t *testing.T, vars map[string]string, code int, args ...string) cliResult {
+	t.Helper()
+	var stdout, stderr logging.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return vars[k] }}
+	start := time.Now()
+	got := run(context.Background(), e, args)
+	if took := time.Since(start); took > promptly {
+		t.Errorf("raftq %s took %s, want at most %s", strings.Join(args, " "), took.Round(time.Millisecond), promptly)
+	}
+	if got != code {
+		t.Errorf("raftq %s: exit %d, want %d; stderr %q", strings.Join(args, " "), got, code, stderr.String())
+	}
+	return cliResult{stdout.String(), stderr.String()}
+}
+
+// RAFTQ_BROKERS and RAFTQ_ADMIN are the defaults of every client
+// command's --brokers and of --admin; the flags still win. The addresses
+// refuse, so each command names the one it dialled.
+func TestEnv_FlagDefaults(t *testing.T) {
+	vars := map[string]string{envBrokers: "127.0.0.1:1", envAdmin: "127.0.0.1:1"}
+	for _, args := range [][]string{
+		{"produce", "t"}, {"produce", "--rate", "1", "t"}, {"consume", "t"},
+		{"topic", "create", "t"}, {"topic", "list"}, {"topic", "describe", "t"}, {"topic", "alter", "t", "-c", "retention.ms=1"}, {"topic", "delete", "t"},
+		{"group", "list"}, {"group", "describe", "g"}, {"group", "reset-offsets", "g", "--topic", "t", "--to-earliest"},
+		{"bench", "--duration", "1s"},
+	} {
+		out := cliEnv(t, vars, 1, args...)
+		if want := "no Kafka broker reachable at 127.0.0.1:1:"; !strings.Contains(out.stderr, want) {
+			t.Errorf("raftq %s with %s=127.0.0.1:1: stderr %q, want %q", strings.Join(args, " "), envBrokers, out.stderr, want)
+		}
+		out = cliEnv(t, vars, 1, append(args, "-b", "127.0.0.1:2")...)
+		if want := "no Kafka broker reachable at 127.0.0.1:2:"; !strings.Contains(out.stderr, want) {
+			t.Errorf("raftq %s -b 127.0.0.1:2 with %s set: stderr %q, want %q (the flag wins)", strings.Join(args, " "), envBrokers, out.stderr, want)
+		}
+	}
+	out := cliEnv(t, vars, 1, "cluster", "status")
+	if want := "node status from 127.0.0.1:1:"; !strings.Contains(out.stderr, want) {
+		t.Errorf("cluster status with %s=127.0.0.1:1: stderr %q, want %q", envAdmin, out.stderr, want)
+	}
+	out = cliEnv(t, vars, 1, "cluster", "status", "--admin", "127.0.0.1:2")
+	if want := "node status from 127.0.0.1:2:"; !strings.Contains(out.stderr, want) {
+		t.Errorf("cluster status --admin 127.0.0.1:2 with %s set: stderr %q, want %q", envAdmin, out.stderr, want)
 	}
 }

@@ -22,7 +22,7 @@ func runTopic(ctx context.Context, e *env, args []string) error {
 
 func topicCreate(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "topic create")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	parts := fs.Int32P("partitions", "p", 1, "number of partitions")
 	rf := fs.Int16P("replication-factor", "r", -1, "replicas per partition (default: the cluster's)")
 	configs := fs.StringArrayP("config", "c", nil, "topic config key=value (repeatable)")
@@ -90,7 +90,7 @@ func (e *brokerError) Unwrap() error { return e.code }
 
 func topicList(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "topic list")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func topicList(ctx context.Context, e *env, args []string) error {
 
 func topicDescribe(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "topic describe")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic s
 // and kafka-topics --alter do.
 func topicAlter(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "topic alter")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	configs := fs.StringArrayP("config", "c", nil, "set a topic config key=value (repeatable)")
 	deletes := fs.StringArray("delete-config", nil, "return a topic config to its default (repeatable)")
 	parts := fs.Int32P("partitions", "p", 0, "raise the partition count to this")
@@ -268,7 +268,7 @@ func configAlters(sets, deletes []string) ([]kadm.AlterConfig, error) {
 
 func topicDelete(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "topic delete")
-	cf := bindClientFlags(fs)
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
