@@ -78,7 +78,7 @@ type benchFlags struct {
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "bench")
+	fs := newFlags(e, "bench", "")
 	cf := bindClientFlags(e, fs)
 	pf := bindProducerFlags(fs)
 	b := &benchFlags{}

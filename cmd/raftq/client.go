@@ -26,7 +26,7 @@ type clientFlags struct {
 
 func bindClientFlags(e *env, fs *pflag.FlagSet) *clientFlags {
 	c := &clientFlags{}
-	fs.StringVarP(&c.brokers, "brokers", "b", e.flagDefault(envBrokers, "127.0.0.1:9092"), "bootstrap brokers, comma separated (default from $"+envBrokers+")")
+	fs.StringVarP(&c.brokers, "brokers", "b", e.flagDefault(envBrokers, "127.0.0.1:9092"), "bootstrap brokers, comma separated; $"+envBrokers+" sets the default")
 	return c
 }
 

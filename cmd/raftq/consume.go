@@ -13,7 +13,7 @@ import (
 )
 
 func runConsume(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "consume")
+	fs := newFlags(e, "consume", "TOPIC")
 	cf := bindClientFlags(e, fs)
 	from := fs.String("from", "beginning", "where to start: beginning, end, or an offset")
 	part := fs.Int32("partition", -1, "only this partition")

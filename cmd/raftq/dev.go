@@ -16,7 +16,7 @@ import (
 // runDev starts three nodes in this process on loopback: Kafka on
 // consecutive ports from --base-port, peers 100 above, admin from 9644.
 func runDev(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "dev")
+	fs := newFlags(e, "dev", "")
 	dataDir := fs.String("data-dir", "", "keep data here (default: a temp dir removed on exit)")
 	nodes := fs.Int("nodes", 3, "number of nodes (odd)")
 	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1")

@@ -20,7 +20,7 @@ func runGroup(ctx context.Context, e *env, args []string) error {
 }
 
 func groupList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "group list")
+	fs := newFlags(e, "group list", "")
 	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -52,7 +52,7 @@ type partitionRow struct {
 }
 
 func groupDescribe(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "group describe")
+	fs := newFlags(e, "group describe", "GROUP")
 	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -216,7 +216,7 @@ type resetTarget struct {
 }
 
 func groupResetOffsets(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "group reset-offsets")
+	fs := newFlags(e, "group reset-offsets", "GROUP")
 	cf := bindClientFlags(e, fs)
 	topic := fs.String("topic", "", "topic whose offsets to reset (required)")
 	var tgt resetTarget

@@ -61,7 +61,7 @@ func (p *producerFlags) opts() ([]kgo.Opt, error) {
 }
 
 func runProduce(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "produce")
+	fs := newFlags(e, "produce", "TOPIC")
 	cf := bindClientFlags(e, fs)
 	pf := bindProducerFlags(fs)
 	key := fs.String("key", "", "record key")

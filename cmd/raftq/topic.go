@@ -21,7 +21,7 @@ func runTopic(ctx context.Context, e *env, args []string) error {
 }
 
 func topicCreate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic create")
+	fs := newFlags(e, "topic create", "TOPIC")
 	cf := bindClientFlags(e, fs)
 	parts := fs.Int32P("partitions", "p", 1, "number of partitions")
 	rf := fs.Int16P("replication-factor", "r", -1, "replicas per partition (default: the cluster's)")
@@ -89,7 +89,7 @@ func (e *brokerError) Error() string { return e.code.Message + ": " + e.msg }
 func (e *brokerError) Unwrap() error { return e.code }
 
 func topicList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic list")
+	fs := newFlags(e, "topic list", "")
 	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -112,7 +112,7 @@ func topicList(ctx context.Context, e *env, args []string) error {
 }
 
 func topicDescribe(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic describe")
+	fs := newFlags(e, "topic describe", "TOPIC")
 	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -195,7 +195,7 @@ func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic s
 // their values) and raises its partition count, as kafka-configs --alter
 // and kafka-topics --alter do.
 func topicAlter(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic alter")
+	fs := newFlags(e, "topic alter", "TOPIC")
 	cf := bindClientFlags(e, fs)
 	configs := fs.StringArrayP("config", "c", nil, "set a topic config key=value (repeatable)")
 	deletes := fs.StringArray("delete-config", nil, "return a topic config to its default (repeatable)")
@@ -267,7 +267,7 @@ func configAlters(sets, deletes []string) ([]kadm.AlterConfig, error) {
 }
 
 func topicDelete(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic delete")
+	fs := newFlags(e, "topic delete", "TOPIC...")
 	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
