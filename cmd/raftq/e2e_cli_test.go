@@ -246,7 +246,7 @@ func testTopicAlter(t *testing.T, bs string) {
 	}
 	cli(t, 2, "", "topic", "alter", "cli", "-b", bs)
 	cli(t, 2, "", "topic", "alter", "cli", "-c", "retention.ms=1", "--delete-config", "retention.ms", "-b", bs)
-	if out := cli(t, 1, "", "topic", "alter", "no-such-topic", "-c", "retention.ms=1", "-b", bs); !strings.Contains(out.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+	if out := cli(t, 1, "", "topic", "alter", "no-such-topic", "-c", "retention.ms=1", "-b", bs); !strings.Contains(out.stderr, `topic "no-such-topic" does not exist`) {
 		t.Errorf("alter of a missing topic: stderr %q", out.stderr)
 	}
 	if out := cli(t, 1, "", "topic", "alter", "cli", "--delete-config", "foo.bar", "-b", bs); !strings.Contains(out.stderr, `unknown topic config "foo.bar"`) {

@@ -94,7 +94,10 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 	if *rateFlag > 0 {
 		return produceLoad(ctx, e, cl, mk, loadSpec{*rateFlag, *count, *duration, *size, pf.drain}, dials)
 	}
-	return produceLines(ctx, e, cl, mk, pf.drain)
+	if err := produceLines(ctx, e, cl, mk, pf.drain); err != nil {
+		return noTopic(fs.Arg(0), err)
+	}
+	return nil
 }
 
 // produceLines sends each stdin line as a record, until the input or

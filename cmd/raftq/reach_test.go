@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/raftq/raftq/broker"
 	"github.com/raftq/raftq/internal/logging"
 )
@@ -140,5 +142,35 @@ func TestEnv_FlagDefaults(t *testing.T) {
 	out = cliEnv(t, vars, 1, "cluster", "status", "--admin", "127.0.0.1:2")
 	if want := "node status from 127.0.0.1:2:"; !strings.Contains(out.stderr, want) {
 		t.Errorf("cluster status --admin 127.0.0.1:2 with %s set: stderr %q, want %q", envAdmin, out.stderr, want)
+	}
+}
+
+// Kafka's not-found code reaches the user naming the topic, where its
+// stock text ("This server does not host this topic-partition") named
+// none. kfake, like Kafka without auto-creation, does not have the topic.
+func TestClient_NoTopicNamed(t *testing.T) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	bs := strings.Join(fake.ListenAddrs(), ",")
+	const want = `topic "nosuch" does not exist`
+	for _, args := range [][]string{
+		{"consume", "nosuch"},
+		{"consume", "nosuch", "--partition", "0"},
+		{"topic", "describe", "nosuch"},
+		{"topic", "delete", "nosuch"},
+		{"topic", "alter", "nosuch", "-c", "retention.ms=1"},
+	} {
+		out := cliPromptly(t, 1, "x\n", append(args, "-b", bs)...)
+		if !strings.Contains(out.stderr, want) {
+			t.Errorf("raftq %s: stderr %q, want %q", strings.Join(args, " "), out.stderr, want)
+		}
+	}
+	// kgo retries an unknown topic a few times (it may be being created)
+	// before it fails the record, which takes about a second.
+	if out := cli(t, 1, "x\n", "produce", "nosuch", "-b", bs); !strings.Contains(out.stderr, want) {
+		t.Errorf("raftq produce nosuch: stderr %q, want %q", out.stderr, want)
 	}
 }

@@ -130,8 +130,14 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	td, ok := tds[fs.Arg(0)]
-	if !ok || td.Err != nil {
-		return fmt.Errorf("describe %s: %v", fs.Arg(0), td.Err)
+	if !ok {
+		return &noTopicError{fs.Arg(0)}
+	}
+	if nt := noTopic(fs.Arg(0), td.Err); nt != td.Err {
+		return nt
+	}
+	if td.Err != nil {
+		return fmt.Errorf("describe %s: %w", fs.Arg(0), td.Err)
 	}
 	offs, err := listOffsets(ctx, adm, td.Topic, td.Partitions.Numbers(), describeOffsetsWait)
 	if err != nil {
@@ -225,7 +231,7 @@ func topicAlter(ctx context.Context, e *env, args []string) error {
 			err = errMsg(res[0].Err, res[0].ErrMessage)
 		}
 		if err != nil {
-			return fmt.Errorf("alter %s configs: %w", topic, err)
+			return fmt.Errorf("alter %s configs: %w", topic, noTopic(topic, err))
 		}
 		fmt.Fprintf(e.stdout, "altered %s of topic %s\n", count(len(alters), "config"), topic)
 	}
@@ -235,7 +241,7 @@ func topicAlter(ctx context.Context, e *env, args []string) error {
 			err = errMsg(r.Err, r.ErrMessage) // the broker's words, not the code's generic text
 		}
 		if err != nil {
-			return fmt.Errorf("alter %s partitions: %w", topic, err)
+			return fmt.Errorf("alter %s partitions: %w", topic, noTopic(topic, err))
 		}
 		fmt.Fprintf(e.stdout, "topic %s now has %s\n", topic, count(int(*parts), "partition"))
 	}
@@ -287,7 +293,7 @@ func topicDelete(ctx context.Context, e *env, args []string) error {
 	var errs []error
 	for _, r := range res.Sorted() {
 		if r.Err != nil {
-			errs = append(errs, fmt.Errorf("delete %s: %w", r.Topic, errMsg(r.Err, r.ErrMessage)))
+			errs = append(errs, fmt.Errorf("delete %s: %w", r.Topic, noTopic(r.Topic, errMsg(r.Err, r.ErrMessage))))
 			continue
 		}
 		fmt.Fprintf(e.stdout, "deleted topic %s\n", r.Topic)
