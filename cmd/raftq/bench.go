@@ -78,8 +78,8 @@ type benchFlags struct {
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "bench")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "bench", "")
+	cf := bindClientFlags(e, fs)
 	pf := bindProducerFlags(fs)
 	b := &benchFlags{}
 	fs.StringVar(&b.topic, "topic", "raftq-bench", "topic to produce to (created if missing)")
@@ -143,7 +143,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 }
 
 func ensureTopic(ctx context.Context, cf *clientFlags, topic string, parts int32, rf int16, cfgs map[string]*string) error {
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 func benchSetup(ctx context.Context, cf *clientFlags, topic string) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the run must not wait on it
 	defer cancel()
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,8 @@ func runCluster(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] != "status" {
 		return usageError{errors.New("want: cluster status")}
 	}
-	fs := newFlags(e, "cluster status")
-	admin := fs.String("admin", "127.0.0.1:9644", "admin HTTP address of any node; it lists the others")
+	fs := newFlags(e, "cluster status", "")
+	admin := fs.String("admin", e.flagDefault(envAdmin, "127.0.0.1:9644"), "admin HTTP address of any node, which lists the others; $"+envAdmin+" sets the default")
 	asJSON := fs.Bool("json", false, "print every node's status document")
 	if err := parse(fs, args[1:]); err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 )
 
 func runConsume(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "consume")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "consume", "TOPIC")
+	cf := bindClientFlags(e, fs)
 	from := fs.String("from", "beginning", "where to start: beginning, end, or an offset")
 	part := fs.Int32("partition", -1, "only this partition")
 	follow := fs.BoolP("follow", "f", false, "keep waiting for new records")
@@ -34,7 +34,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := cf.client()
+	cl, err := cf.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // runDev starts three nodes in this process on loopback: Kafka on
 // consecutive ports from --base-port, peers 100 above, admin from 9644.
 func runDev(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "dev")
+	fs := newFlags(e, "dev", "")
 	dataDir := fs.String("data-dir", "", "keep data here (default: a temp dir removed on exit)")
 	nodes := fs.Int("nodes", 3, "number of nodes (odd)")
 	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1")
@@ -205,8 +205,11 @@ func (b devBanner) String() string {
 
 franz-go: kgo.NewClient(kgo.SeedBrokers(%[7]q))
 
+For the raftq commands without --brokers and --admin (flags still win):
+  export %[9]s=%[3]s %[10]s=%[8]s
+
 Ctrl-C stops the cluster.
-`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0])
+`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin)
 }
 
 // selfCommand is how the banner tells the user to run raftq again: "go

@@ -24,7 +24,8 @@ func TestDevBanner_String(t *testing.T) {
 		for _, want := range []string{"data in /tmp/d (removed on exit)", "bootstrap servers   127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094",
 			"admin               http://127.0.0.1:9644/ http://127.0.0.1:9645/ http://127.0.0.1:9646/",
 			"raftq consume demo --brokers 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094", "raftq cluster status --admin 127.0.0.1:9644",
-			`kgo.SeedBrokers("127.0.0.1:9092")`} {
+			`kgo.SeedBrokers("127.0.0.1:9092")`,
+			"\n  export RAFTQ_BROKERS=127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094 RAFTQ_ADMIN=127.0.0.1:9644\n"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("banner lacks %q:\n%s", want, got)
 			}

@@ -82,8 +82,8 @@ func TestDrain_BenchCountsEachRecordOnce(t *testing.T) {
 // producer means waiting up to --drain-timeout for its answers (it says
 // so). A second Ctrl-C kills it; a supervisor's repeated SIGTERM does not
 // cut the wind-up short, and the producer exits 1 on its own, naming the
-// records left unanswered. The producer here has no cluster at all (port
-// 1 refuses), so its records stay unanswered.
+// records left unanswered. The producer's cluster goes away after its
+// first Produce request, so its records stay unanswered.
 func TestSignalsDuringTheDrain(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -122,6 +122,30 @@ func TestSignalsDuringTheDrain(t *testing.T) {
 	}
 }
 
+// A generated load whose brokers went away says so on its progress line,
+// within a second or so of its last records.
+func TestDrain_ProgressSaysNoBrokerReachable(t *testing.T) {
+	brokers, gone := fakeThatDies(t, 1)
+	e, _, stderr := bufferedEnv(strings.NewReader(""))
+	code := make(chan int, 1)
+	go func() {
+		code <- run(context.Background(), e, []string{"produce", "--brokers", brokers, "--rate", "100", "--duration", "3s", "--drain-timeout", "1s", "drain"})
+	}()
+	select {
+	case <-gone:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no Produce request in 30 s; stderr: %s", stderr.String())
+	}
+	const want = "no broker reachable: unable to dial: dial tcp " // kfake's port, now closed
+	// The progress line comes once a second.
+	waitFor(t, promptly+time.Second, "the progress line to say "+want, func(context.Context) bool {
+		return strings.Contains(stderr.String(), want)
+	})
+	if got := <-code; got != 1 {
+		t.Errorf("exit %d, want 1 (records unanswered); stderr %q", got, stderr.String())
+	}
+}
+
 // fakeThatDies starts a one-broker kfake cluster with the topic "drain"
 // and closes it as its n-th Produce request arrives (kfake answers that
 // one as usual); gone is closed then. It returns the bootstrap address.
@@ -154,11 +178,12 @@ func bufferedEnv(stdin io.Reader) (e *env, stdout, stderr *logging.Buffer) {
 }
 
 // startProducerWithoutCluster starts raftq produce at 100 records/s
-// against a port that refuses, and returns once its first progress line
-// shows it sending.
+// against a cluster that goes away at its first Produce request, and
+// returns once its first progress line shows it sending.
 func startProducerWithoutCluster(t *testing.T, drain string) (*exec.Cmd, *logging.Buffer, <-chan error) {
 	t.Helper()
-	cmd := exec.Command(raftqBinary, "produce", "--brokers", "127.0.0.1:1", "--rate", "100", "--drain-timeout", drain, "nowhere")
+	brokers, _ := fakeThatDies(t, 1)
+	cmd := exec.Command(raftqBinary, "produce", "--brokers", brokers, "--rate", "100", "--drain-timeout", drain, "drain")
 	stderr := &logging.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -175,9 +200,15 @@ func startProducerWithoutCluster(t *testing.T, drain string) (*exec.Cmd, *loggin
 
 // Ctrl-C ends a producer reading lines while it waits for the next one
 // (a terminal's read never returns by itself): it drains what it sent and
-// exits. The input here is a pipe nobody closes, and no cluster answers,
-// so the one line sent stays unanswered (exit 1).
+// exits. The input here is a pipe nobody closes, and the cluster goes
+// away once the producer has reached it, so the one line sent stays
+// unanswered (exit 1).
 func TestDrain_InterruptEndsWaitForInput(t *testing.T) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "drain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	reads := make(chan struct{}, 16)
@@ -185,7 +216,7 @@ func TestDrain_InterruptEndsWaitForInput(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, e, []string{"produce", "--brokers", "127.0.0.1:1", "--drain-timeout", "1s", "nowhere"})
+		code <- run(ctx, e, []string{"produce", "--brokers", strings.Join(fake.ListenAddrs(), ","), "--drain-timeout", "1s", "drain"})
 	}()
 	awaitRead := func() {
 		select {
@@ -196,7 +227,8 @@ func TestDrain_InterruptEndsWaitForInput(t *testing.T) {
 			t.Fatal("no read of the input in 30 s")
 		}
 	}
-	awaitRead()
+	awaitRead() // input is read once the producer has reached the cluster
+	fake.Close()
 	if _, err := io.WriteString(pw, "one\n"); err != nil {
 		t.Fatal(err)
 	}

@@ -246,7 +246,7 @@ func testTopicAlter(t *testing.T, bs string) {
 	}
 	cli(t, 2, "", "topic", "alter", "cli", "-b", bs)
 	cli(t, 2, "", "topic", "alter", "cli", "-c", "retention.ms=1", "--delete-config", "retention.ms", "-b", bs)
-	if out := cli(t, 1, "", "topic", "alter", "no-such-topic", "-c", "retention.ms=1", "-b", bs); !strings.Contains(out.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+	if out := cli(t, 1, "", "topic", "alter", "no-such-topic", "-c", "retention.ms=1", "-b", bs); !strings.Contains(out.stderr, `topic "no-such-topic" does not exist`) {
 		t.Errorf("alter of a missing topic: stderr %q", out.stderr)
 	}
 	if out := cli(t, 1, "", "topic", "alter", "cli", "--delete-config", "foo.bar", "-b", bs); !strings.Contains(out.stderr, `unknown topic config "foo.bar"`) {
@@ -458,4 +458,20 @@ func freePortRuns(t *testing.T) (base, admin int) {
 	}
 	t.Fatal("no free port runs for raftq dev")
 	return 0, 0
+}
+
+// -b at a real node's admin or peer port fails within a second, naming
+// the port for what it is, where the admin port hung 40 s and the peer
+// port's handshake reply was read as "invalid large response size".
+func TestE2E_CLIWrongPort(t *testing.T) {
+	c := e2eCluster(t, 1)
+	n1, _ := c.Node(1)
+	out := cliPromptly(t, 1, "x\n", "produce", "t", "-b", n1.AdminAddr())
+	if want := n1.AdminAddr() + " is a raftq admin port (node 1), not a Kafka one; the Kafka port is " + n1.KafkaAddr(); !strings.Contains(out.stderr, want) {
+		t.Errorf("produce at the admin port: stderr %q, want %q", out.stderr, want)
+	}
+	out = cliPromptly(t, 1, "", "topic", "list", "-b", n1.PeerAddr())
+	if want := n1.PeerAddr() + " is a raftq peer port (node 1), not a Kafka one; the Kafka port is the node's --kafka-addr"; !strings.Contains(out.stderr, want) {
+		t.Errorf("topic list at the peer port: stderr %q, want %q", out.stderr, want)
+	}
 }

@@ -232,7 +232,7 @@ func TestE2E_JepsenLoseUnfsyncedIsCleanWithFsyncAlways(t *testing.T) {
 func jepsenConfig(t *testing.T, args ...string) (jepsen.RaftqConfig, error) {
 	t.Helper()
 	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
-	fs := newFlags(e, "jepsen run")
+	fs := newFlags(e, "jepsen run", "")
 	f := bindJepsenFlags(fs)
 	f.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	if err := parse(fs, args); err != nil {

@@ -38,7 +38,7 @@ type floorResult struct {
 // disk and these cores, with no raft and no Kafka (package floor), so that
 // raftq bench's figures can be read against it.
 func runFloor(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "floor")
+	fs := newFlags(e, "floor", "")
 	var cfg floor.Config
 	dir := fs.String("data-dir", "", "put the nodes' files here, on the disk to measure (default: a temp dir, removed after)")
 	fs.IntVar(&cfg.Nodes, "nodes", 3, "replicas (odd); a batch commits on a majority")

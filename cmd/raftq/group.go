@@ -20,12 +20,12 @@ func runGroup(ctx context.Context, e *env, args []string) error {
 }
 
 func groupList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "group list")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "group list", "")
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -52,8 +52,8 @@ type partitionRow struct {
 }
 
 func groupDescribe(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "group describe")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "group describe", "GROUP")
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func groupDescribe(ctx context.Context, e *env, args []string) error {
 		return usageError{errors.New("want exactly one group")}
 	}
 	group := fs.Arg(0)
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -216,8 +216,8 @@ type resetTarget struct {
 }
 
 func groupResetOffsets(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "group reset-offsets")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "group reset-offsets", "GROUP")
+	cf := bindClientFlags(e, fs)
 	topic := fs.String("topic", "", "topic whose offsets to reset (required)")
 	var tgt resetTarget
 	fs.BoolVar(&tgt.earliest, "to-earliest", false, "reset to each partition's log start")
@@ -235,7 +235,7 @@ func groupResetOffsets(ctx context.Context, e *env, args []string) error {
 		return usageError{err}
 	}
 	group := fs.Arg(0)
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}

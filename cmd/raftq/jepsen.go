@@ -161,7 +161,7 @@ func runJepsen(ctx context.Context, e *env, args []string) error {
 
 // runJepsenRun is `raftq jepsen run`: a whole test against a fresh cluster.
 func runJepsenRun(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "jepsen run")
+	fs := newFlags(e, "jepsen run", "")
 	f := bindJepsenFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // run errors, which the run also counted, are not in it. It exits
 // non-zero unless every checker passed (or is allowed).
 func runJepsenCheck(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "jepsen check")
+	fs := newFlags(e, "jepsen check", "DIR")
 	cfg := jepsen.DefaultCheckConfig()
 	fs.DurationVar(&cfg.LinearizabilityTimeout, "linearizability-timeout", cfg.LinearizabilityTimeout, "bound on porcupine's search per partition; a partition that runs out is unknown")
 	fs.BoolVar(&cfg.SkipLinearizability, "skip-linearizability", cfg.SkipLinearizability, "do not run porcupine (its verdict is then unknown)")

@@ -29,10 +29,10 @@ func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int
 	}
 	td, ok := tds[topic]
 	if !ok {
-		return nil, fmt.Errorf("topic %s: %w", topic, kerr.UnknownTopicOrPartition)
+		return nil, &noTopicError{topic}
 	}
 	if td.Err != nil {
-		return nil, fmt.Errorf("topic %s: %w", topic, td.Err)
+		return nil, topicError(topic, td.Err)
 	}
 	parts := td.Partitions.Numbers()
 	slices.Sort(parts)
@@ -111,4 +111,30 @@ func anyRetriable(offs map[int32]offsetRange) bool {
 		}
 	}
 	return false
+}
+
+// topicError is err about topic, with Kafka's not-found code put as the
+// CLI puts it, naming the topic: the code's stock text ("This server does
+// not host this topic-partition") names nothing.
+func topicError(topic string, err error) error {
+	if nt := noTopic(topic, err); nt != err {
+		return nt
+	}
+	return fmt.Errorf("topic %s: %w", topic, err)
+}
+
+// noTopicError is a topic the cluster does not have.
+type noTopicError struct{ topic string }
+
+func (e *noTopicError) Error() string { return fmt.Sprintf("topic %q does not exist", e.topic) }
+
+// Unwrap returns Kafka's code for it.
+func (e *noTopicError) Unwrap() error { return kerr.UnknownTopicOrPartition }
+
+// noTopic is err, or a noTopicError if err is Kafka's not-found code.
+func noTopic(topic string, err error) error {
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return &noTopicError{topic}
+	}
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,8 +61,8 @@ func (p *producerFlags) opts() ([]kgo.Opt, error) {
 }
 
 func runProduce(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "produce")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "produce", "TOPIC")
+	cf := bindClientFlags(e, fs)
 	pf := bindProducerFlags(fs)
 	key := fs.String("key", "", "record key")
 	rateFlag := fs.Float64("rate", 0, "generate load at this many records/s instead of reading stdin")
@@ -78,7 +79,8 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(fs.Arg(0)), kgo.AllowAutoTopicCreation())...)
+	dials := &dialWatch{}
+	cl, err := cf.connect(ctx, append(opts, kgo.DefaultProduceTopic(fs.Arg(0)), kgo.AllowAutoTopicCreation(), kgo.WithHooks(dials))...)
 	if err != nil {
 		return err
 	}
@@ -90,9 +92,12 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 		return r
 	}
 	if *rateFlag > 0 {
-		return produceLoad(ctx, e, cl, mk, loadSpec{*rateFlag, *count, *duration, *size, pf.drain})
+		return produceLoad(ctx, e, cl, mk, loadSpec{*rateFlag, *count, *duration, *size, pf.drain}, dials)
 	}
-	return produceLines(ctx, e, cl, mk, pf.drain)
+	if err := produceLines(ctx, e, cl, mk, pf.drain); err != nil {
+		return noTopic(fs.Arg(0), err)
+	}
+	return nil
 }
 
 // produceLines sends each stdin line as a record, until the input or
@@ -223,7 +228,7 @@ type loadSpec struct {
 
 // produceLoad sends generated records at a steady rate with a progress
 // line every second.
-func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, l loadSpec) error {
+func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *kgo.Record, l loadSpec, dials *dialWatch) error {
 	sendCtx := ctx
 	if l.duration > 0 {
 		var cancel context.CancelFunc
@@ -235,7 +240,7 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 	var t tally
 	value := make([]byte, l.size)
 	done := make(chan struct{})
-	go progress(e, &t.ok, &t.failed, l.size, done)
+	go progress(e, &t.ok, &t.failed, l.size, dials, done)
 	for i := int64(0); l.count == 0 || i < l.count; i++ {
 		if lim.Wait(sendCtx) != nil {
 			break
@@ -251,7 +256,7 @@ func produceLoad(ctx context.Context, e *env, cl *kgo.Client, mk func([]byte) *k
 	return nil
 }
 
-func progress(e *env, ok, failed *atomic.Int64, size int, done <-chan struct{}) {
+func progress(e *env, ok, failed *atomic.Int64, size int, dials *dialWatch, done <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	start, last := time.Now(), int64(0)
@@ -262,8 +267,35 @@ func progress(e *env, ok, failed *atomic.Int64, size int, done <-chan struct{}) 
 		case <-tick.C:
 		}
 		n := ok.Load()
-		fmt.Fprintf(e.stderr, "\r%6.0fs  %d records  %d/s  %.2f MB/s  %d failed   ",
-			time.Since(start).Seconds(), n, n-last, float64((n-last)*int64(size))/1e6, failed.Load())
+		down := ""
+		if err := dials.failing(); n == last && err != "" {
+			down = "  no broker reachable: " + err
+		}
+		fmt.Fprintf(e.stderr, "\r%6.0fs  %d records  %d/s  %.2f MB/s  %d failed%s   ",
+			time.Since(start).Seconds(), n, n-last, float64((n-last)*int64(size))/1e6, failed.Load(), down)
 		last = n
 	}
+}
+
+// dialWatch remembers how the client's last dial ended, so that a
+// progress line stuck at no records can say the brokers went away.
+type dialWatch struct{ last atomic.Pointer[string] }
+
+var _ kgo.HookBrokerConnect = (*dialWatch)(nil)
+
+// OnBrokerConnect implements kgo.HookBrokerConnect.
+func (d *dialWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	d.last.Store(&msg)
+}
+
+// failing is the last dial's error, or "" if it succeeded.
+func (d *dialWatch) failing() string {
+	if p := d.last.Load(); p != nil {
+		return *p
+	}
+	return ""
 }

@@ -111,7 +111,7 @@ func parseLevel(s string) (slog.Level, error) {
 }
 
 func runServer(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "server")
+	fs := newFlags(e, "server", "")
 	f := bindServerFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+)
 
 func TestCount(t *testing.T) {
 	for _, c := range []struct {
@@ -44,6 +48,40 @@ func TestSelfCommand(t *testing.T) {
 	} {
 		if got := selfCommand(arg0); got != want {
 			t.Errorf("selfCommand(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}
+
+// raftq --help is asked for, so it exits 0 and writes to stdout; raftq
+// alone is a mistake (exit 2, on stderr). Both usage lines name the
+// positional arguments.
+func TestRun_Help(t *testing.T) {
+	for _, c := range []struct {
+		args       []string
+		code       int
+		wantStdout bool
+		want       []string
+	}{
+		{[]string{"--help"}, 0, true, []string{"usage: raftq COMMAND", "  produce TOPIC ", "  topic create|list|describe|alter|delete [TOPIC] "}},
+		{[]string{"-h"}, 0, true, []string{"usage: raftq COMMAND"}},
+		{[]string{"help"}, 0, true, []string{"usage: raftq COMMAND"}},
+		{nil, 2, false, []string{"usage: raftq COMMAND"}},
+		{[]string{"produce", "--help"}, 0, false, []string{"usage: raftq produce [flags] TOPIC\n", "--brokers"}},
+		{[]string{"topic", "delete", "--help"}, 0, false, []string{"usage: raftq topic delete [flags] TOPIC...\n"}},
+		{[]string{"topic", "list", "--help"}, 0, false, []string{"usage: raftq topic list [flags]\n"}},
+	} {
+		e, stdout, stderr := bufferedEnv(strings.NewReader(""))
+		if got := run(context.Background(), e, c.args); got != c.code {
+			t.Errorf("raftq %s: exit %d, want %d", strings.Join(c.args, " "), got, c.code)
+		}
+		out := stderr.String()
+		if c.wantStdout {
+			out = stdout.String()
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("raftq %s: output %q lacks %q", strings.Join(c.args, " "), out, w)
+			}
 		}
 	}
 }

@@ -21,8 +21,8 @@ func runTopic(ctx context.Context, e *env, args []string) error {
 }
 
 func topicCreate(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic create")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "topic create", "TOPIC")
+	cf := bindClientFlags(e, fs)
 	parts := fs.Int32P("partitions", "p", 1, "number of partitions")
 	rf := fs.Int16P("replication-factor", "r", -1, "replicas per partition (default: the cluster's)")
 	configs := fs.StringArrayP("config", "c", nil, "topic config key=value (repeatable)")
@@ -36,7 +36,7 @@ func topicCreate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -89,12 +89,12 @@ func (e *brokerError) Error() string { return e.code.Message + ": " + e.msg }
 func (e *brokerError) Unwrap() error { return e.code }
 
 func topicList(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic list")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "topic list", "")
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -112,15 +112,15 @@ func topicList(ctx context.Context, e *env, args []string) error {
 }
 
 func topicDescribe(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic describe")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "topic describe", "TOPIC")
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one topic name")}
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -130,8 +130,14 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	td, ok := tds[fs.Arg(0)]
-	if !ok || td.Err != nil {
-		return fmt.Errorf("describe %s: %v", fs.Arg(0), td.Err)
+	if !ok {
+		return &noTopicError{fs.Arg(0)}
+	}
+	if nt := noTopic(fs.Arg(0), td.Err); nt != td.Err {
+		return nt
+	}
+	if td.Err != nil {
+		return fmt.Errorf("describe %s: %w", fs.Arg(0), td.Err)
 	}
 	offs, err := listOffsets(ctx, adm, td.Topic, td.Partitions.Numbers(), describeOffsetsWait)
 	if err != nil {
@@ -195,8 +201,8 @@ func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic s
 // their values) and raises its partition count, as kafka-configs --alter
 // and kafka-topics --alter do.
 func topicAlter(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic alter")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "topic alter", "TOPIC")
+	cf := bindClientFlags(e, fs)
 	configs := fs.StringArrayP("config", "c", nil, "set a topic config key=value (repeatable)")
 	deletes := fs.StringArray("delete-config", nil, "return a topic config to its default (repeatable)")
 	parts := fs.Int32P("partitions", "p", 0, "raise the partition count to this")
@@ -213,7 +219,7 @@ func topicAlter(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -225,7 +231,7 @@ func topicAlter(ctx context.Context, e *env, args []string) error {
 			err = errMsg(res[0].Err, res[0].ErrMessage)
 		}
 		if err != nil {
-			return fmt.Errorf("alter %s configs: %w", topic, err)
+			return fmt.Errorf("alter %s configs: %w", topic, noTopic(topic, err))
 		}
 		fmt.Fprintf(e.stdout, "altered %s of topic %s\n", count(len(alters), "config"), topic)
 	}
@@ -235,7 +241,7 @@ func topicAlter(ctx context.Context, e *env, args []string) error {
 			err = errMsg(r.Err, r.ErrMessage) // the broker's words, not the code's generic text
 		}
 		if err != nil {
-			return fmt.Errorf("alter %s partitions: %w", topic, err)
+			return fmt.Errorf("alter %s partitions: %w", topic, noTopic(topic, err))
 		}
 		fmt.Fprintf(e.stdout, "topic %s now has %s\n", topic, count(int(*parts), "partition"))
 	}
@@ -267,15 +273,15 @@ func configAlters(sets, deletes []string) ([]kadm.AlterConfig, error) {
 }
 
 func topicDelete(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "topic delete")
-	cf := bindClientFlags(fs)
+	fs := newFlags(e, "topic delete", "TOPIC...")
+	cf := bindClientFlags(e, fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usageError{errors.New("want at least one topic name")}
 	}
-	adm, done, err := cf.admin()
+	adm, done, err := cf.admin(ctx)
 	if err != nil {
 		return err
 	}
@@ -287,7 +293,7 @@ func topicDelete(ctx context.Context, e *env, args []string) error {
 	var errs []error
 	for _, r := range res.Sorted() {
 		if r.Err != nil {
-			errs = append(errs, fmt.Errorf("delete %s: %w", r.Topic, errMsg(r.Err, r.ErrMessage)))
+			errs = append(errs, fmt.Errorf("delete %s: %w", r.Topic, noTopic(r.Topic, errMsg(r.Err, r.ErrMessage))))
 			continue
 		}
 		fmt.Fprintf(e.stdout, "deleted topic %s\n", r.Topic)
