@@ -161,6 +161,8 @@ type blocker struct {
 	entered  chan struct{}
 	release  chan struct{}
 	returned atomic.Int32
+	running  atomic.Int32
+	overlaps atomic.Int32 // calls that began while another ran
 }
 
 func newBlocker() *blocker {
@@ -168,6 +170,10 @@ func newBlocker() *blocker {
 }
 
 func (b *blocker) handle(from uint64, req []byte, d time.Time) []byte {
+	if b.running.Add(1) > 1 {
+		b.overlaps.Add(1)
+	}
+	defer b.running.Add(-1)
 	b.entered <- struct{}{}
 	<-b.release
 	b.returned.Add(1)
@@ -194,9 +200,24 @@ func TestFetch_ContextCancelMidRequest(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled fetch: %v, want context.Canceled", err)
 	}
+	// The next request, on a new stream, waits for the cancelled one's
+	// handler: calls for one fetcher never overlap.
+	type result struct {
+		resp []byte
+		err  error
+	}
+	next := make(chan result, 1)
+	go func() {
+		resp, err := f.Fetch(context.Background(), 2, []byte("next"))
+		next <- result{resp, err}
+	}()
+	eventually(t, "the next request is sent", func() bool { return f.Stats().FetchRequests == 2 })
 	close(b.release)
-	if got := string(fetchOK(t, f, 2, []byte("next"))); got != "from 1: next" {
-		t.Errorf("next fetch got %q: the cancelled request's answer leaked into it", got)
+	if r := <-next; r.err != nil || string(r.resp) != "from 1: next" {
+		t.Errorf("next fetch got %q, %v: want its own answer", r.resp, r.err)
+	}
+	if n := b.overlaps.Load(); n != 0 {
+		t.Errorf("%d handler calls overlapped for one fetcher", n)
 	}
 	if got := f.Stats().FetchDials; got != 2 {
 		t.Errorf("FetchDials = %d, want 2: a cancelled request leaves its stream out of step", got)
@@ -476,6 +497,18 @@ func TestFetch_CloseWaitsForHandler(t *testing.T) {
 	if got := b.returned.Load(); got != 1 {
 		t.Errorf("handler returned %d times before Close did, want 1", got)
 	}
+}
+
+func TestFetch_RemovePeerFailsInFlightFetch(t *testing.T) {
+	b := newBlocker()
+	f, _ := fetchPair(t, b.handle)
+	done := fetchAsync(f, context.Background(), 2, "slow")
+	<-b.entered
+	f.RemovePeer(2)
+	if err := <-done; !errors.Is(err, ErrUnknownPeer) || !strings.Contains(err.Error(), "removed") {
+		t.Fatalf("in-flight fetch at RemovePeer: %v, want %v saying removed", err, ErrUnknownPeer)
+	}
+	close(b.release)
 }
 
 func TestFetch_FetcherCloseFailsInFlightFetch(t *testing.T) {
