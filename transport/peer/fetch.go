@@ -210,7 +210,10 @@ func (fc *fetchClient) roundTrip(ctx context.Context, req []byte) ([]byte, error
 	if dl, ok := ctx.Deadline(); ok {
 		budget = time.Until(dl)
 	}
-	if budget <= 0 || ctx.Err() != nil {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if budget <= 0 {
 		return nil, context.DeadlineExceeded
 	}
 	budget = min(budget, maxBudget)
