@@ -525,3 +525,38 @@ func TestFetch_FetcherCloseFailsInFlightFetch(t *testing.T) {
 	}
 	close(b.release)
 }
+
+// TestFetch_StaleStreamIsReplaced: a fetch stream that stopped carrying
+// requests (its fetcher's process froze or its network went half open)
+// keeps the id only for the live window; then the fetcher's new stream is
+// admitted and the old one closed.
+func TestFetch_StaleStreamIsReplaced(t *testing.T) {
+	l := startNode(t, 2, func(c *Config) {
+		c.FetchHandler = echo
+		c.KeepaliveInterval = 200 * time.Millisecond // a live window of 600 ms
+		c.ReadTimeout = 2 * time.Second
+	})
+	l.AddPeer(1, "127.0.0.1:1")
+	old := rawFetchStream(t, l, 1)
+	if _, err := old.Write(appendFetchFrame(nil, fetchFrame{kind: kindFetchReq, budget: time.Second, body: []byte("x")})); err != nil {
+		t.Fatal(err)
+	}
+	fr := newFrameReader(old, 256, 1<<20)
+	if kind, _, err := fr.next(); err != nil || kind != kindFetchResp {
+		t.Fatalf("raw fetch: kind %d, %v", kind, err)
+	}
+
+	f := startNode(t, 1, func(c *Config) { c.Peers = map[uint64]string{2: l.Addr().String()} })
+	l.AddPeer(1, f.Addr().String())
+	var last error
+	eventually(t, "the new stream is admitted once the old one is stale", func() bool {
+		_, last = f.Fetch(context.Background(), 2, []byte("new"))
+		return last == nil
+	})
+	if f.Stats().FetchDialErrors == 0 {
+		t.Error("the new stream was admitted while the old one was live")
+	}
+	if _, _, err := fr.next(); err == nil || isTimeout(err) {
+		t.Errorf("the replaced stream is still open: %v", err)
+	}
+}
