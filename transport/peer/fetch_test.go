@@ -448,7 +448,15 @@ func TestFetch_RefusesDuplicateID(t *testing.T) {
 }
 
 func TestFetch_RefusedHandshakes(t *testing.T) {
-	l := startNode(t, 2, withHandler(echo))
+	l := startNode(t, 2, func(c *Config) {
+		c.FetchHandler = echo
+		c.CheckIncarnation = func(node uint64, inc string) error {
+			if inc == "wiped" {
+				return fmt.Errorf("node %d registered from another data directory", node)
+			}
+			return nil
+		}
+	})
 	noHandler := startNode(t, 3, nil)
 	f := startNode(t, 1, nil)
 	connect(f, l, noHandler)
@@ -460,6 +468,14 @@ func TestFetch_RefusedHandshakes(t *testing.T) {
 
 	if _, err := other.Fetch(context.Background(), 2, nil); !errors.Is(err, ErrClusterID) {
 		t.Errorf("fetch from another cluster: %v, want %v", err, ErrClusterID)
+	}
+	wiped := startNode(t, 5, func(c *Config) {
+		c.Incarnation = "wiped"
+		c.Peers = map[uint64]string{2: l.Addr().String()}
+	})
+	l.AddPeer(5, wiped.Addr().String())
+	if _, err := wiped.Fetch(context.Background(), 2, nil); !errors.Is(err, ErrIncarnation) {
+		t.Errorf("fetch from a wiped node: %v, want %v", err, ErrIncarnation)
 	}
 	_, err := f.Fetch(context.Background(), 3, nil)
 	var re *RefusedError
