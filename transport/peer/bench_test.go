@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"io"
 	"net"
 	"sync/atomic"
@@ -198,5 +199,42 @@ func BenchmarkCodec(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*s.perBatch)/b.Elapsed().Seconds(), "msgs/s")
 		})
+	}
+}
+
+// BenchmarkFetch times sequential fetch round trips (one outstanding
+// request, as a follower fetches from a leader) with a small request and
+// a response of the given size; MB/s counts response bytes.
+func BenchmarkFetch(b *testing.B) {
+	for _, size := range []struct {
+		name  string
+		bytes int
+	}{{"resp=1KiB", 1 << 10}, {"resp=1MiB", 1 << 20}} {
+		b.Run(size.name, func(b *testing.B) { benchFetch(b, size.bytes) })
+	}
+}
+
+func benchFetch(b *testing.B, size int) {
+	resp := make([]byte, size)
+	leader := startNode(b, 2, func(c *Config) {
+		c.Logger = nil
+		c.FetchHandler = func(uint64, []byte, time.Time) []byte { return resp }
+	})
+	follower := startNode(b, 1, func(c *Config) { c.Logger = nil })
+	connect(follower, leader)
+	req := make([]byte, 64)
+	fetchOK(b, follower, 2, req) // warm up: dial, grow buffers
+	ctx := context.Background()
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	for range b.N {
+		got, err := follower.Fetch(ctx, 2, req)
+		if err != nil || len(got) != size {
+			b.Fatalf("fetch: %d bytes, %v", len(got), err)
+		}
+	}
+	b.StopTimer()
+	if st := follower.Stats(); st.FetchDials != 1 {
+		b.Errorf("FetchDials = %d, want 1", st.FetchDials)
 	}
 }

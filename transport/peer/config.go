@@ -80,6 +80,18 @@ type Config struct {
 	// receiver's verdict.
 	SnapshotAckTimeout time.Duration
 
+	// FetchHandler answers the fetch requests peers send with Fetch: from
+	// is the fetching node, deadline the fetcher's (the handler may
+	// long-poll until it, and should answer by it). It runs on a goroutine
+	// of its own per fetch stream, so calls for one peer are sequential
+	// and calls for different peers concurrent; req is the handler's to
+	// keep. nil refuses fetch streams with ErrNoFetchHandler.
+	FetchHandler func(from uint64, req []byte, deadline time.Time) []byte
+	// MaxFetchBytes bounds one fetch request and one fetch response, in
+	// both directions. A larger one is refused with ErrFetchTooLarge and
+	// the stream goes on.
+	MaxFetchBytes int
+
 	// Logger receives the transport's logs; nil discards them.
 	Logger *slog.Logger
 	// Listen opens the listener; nil means net.Listen.
@@ -108,6 +120,7 @@ func DefaultConfig() Config {
 		SnapshotChunkBytes:  256 << 10,
 		MaxSnapshotsPerPeer: 2,
 		SnapshotAckTimeout:  time.Minute,
+		MaxFetchBytes:       64 << 20,
 	}
 }
 
@@ -166,6 +179,8 @@ func (c Config) validateSizes() error {
 		return fmt.Errorf("buffer sizes %d/%d too small", c.WriteBufferBytes, c.ReadBufferBytes)
 	case c.SnapshotChunkBytes < 1 || c.SnapshotChunkBytes >= c.MaxFrameBytes:
 		return fmt.Errorf("snapshot chunk bytes %d outside [1, max frame bytes %d)", c.SnapshotChunkBytes, c.MaxFrameBytes)
+	case c.MaxFetchBytes < minFrameBytes || c.MaxFetchBytes > maxFrameLimit-fetchOverhead:
+		return fmt.Errorf("max fetch bytes %d outside [%d, %d]", c.MaxFetchBytes, minFrameBytes, maxFrameLimit-fetchOverhead)
 	case c.MaxSnapshotsPerPeer < 1:
 		return fmt.Errorf("max snapshots per peer %d < 1", c.MaxSnapshotsPerPeer)
 	}

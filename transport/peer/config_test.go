@@ -31,6 +31,8 @@ func TestConfig_Validate(t *testing.T) {
 		{"tiny frames", func(c *Config) { c.MaxFrameBytes = 100 }, "max frame"},
 		{"chunk too big", func(c *Config) { c.SnapshotChunkBytes = c.MaxFrameBytes }, "chunk"},
 		{"snapshots", func(c *Config) { c.MaxSnapshotsPerPeer = 0 }, "snapshots"},
+		{"tiny fetches", func(c *Config) { c.MaxFetchBytes = 100 }, "max fetch bytes"},
+		{"huge fetches", func(c *Config) { c.MaxFetchBytes = maxFrameLimit }, "max fetch bytes"},
 		{"dial timeout", func(c *Config) { c.DialTimeout = 0 }, "dial timeout"},
 		{"backoff", func(c *Config) { c.BackoffMax = c.BackoffMin / 2 }, "backoff"},
 		{"read vs keepalive", func(c *Config) { c.ReadTimeout = c.KeepaliveInterval }, "keepalive"},

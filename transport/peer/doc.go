@@ -1,7 +1,10 @@
 // Package peer carries raft traffic between the nodes of a raftq cluster
 // over TCP. It implements raftgroup.Transport: the Host hands it batches of
 // envelopes (group id + raftpb.Message) for a destination node, and it
-// delivers inbound batches and snapshots to a raftgroup.Receiver.
+// delivers inbound batches and snapshots to a raftgroup.Receiver. It also
+// carries the request/response fetch stream ISR followers fetch from
+// leaders on (Transport.Fetch, Config.FetchHandler), on the same port so
+// that whatever cuts a node's raft traffic cuts its replication too.
 //
 // # Connections
 //
@@ -22,10 +25,12 @@
 // towards, and are accepted from, each peer; beyond that SendSnapshot
 // reports ErrSnapshotBusy at once and raft retries later.
 //
+// Fetch streams are a third kind: see Fetch streams below.
+//
 // # Handshake
 //
 // Every connection opens with a hello from the dialler: magic "RQPR",
-// protocol version, stream kind (raft or snapshot), sender node id, intended
+// protocol version, stream kind (raft, snapshot or fetch), sender node id, intended
 // receiver node id, cluster id, incarnation. The acceptor answers with a
 // reply whose layout is fixed across versions: magic, version, status code,
 // its node id, its cluster id, and a reason text; an acceptance adds the
@@ -41,6 +46,10 @@
 //     a second process started with an id in use. The first keeps the
 //     id; a restarted peer's old stream has ended (or falls silent past
 //     that window), so its redial is accepted and replaces the old one;
+//   - opens a fetch stream while its previous fetch stream here is live
+//     (ErrDuplicateID; see Fetch streams);
+//   - opens a fetch stream to a node without a FetchHandler
+//     (ErrNoFetchHandler);
 //   - presents an incarnation that Config.CheckIncarnation refuses
 //     (ErrIncarnation): in raftq, a node id the metadata registered from
 //     another data directory, i.e. a node whose data was wiped. It lost
@@ -58,11 +67,13 @@
 //
 // # Wire format
 //
-// After the handshake both streams carry frames (big-endian):
+// After the handshake every stream carries frames (big-endian):
 //
 //	length uint32   bytes of kind + body, at most MaxFrameBytes
+//	                (MaxFetchBytes+9 on a fetch stream)
 //	crc    uint32   CRC-32C of kind + body
-//	kind   byte     1 batch, 2 ping, 3 chunk, 4 end, 5 ack, 6 bye
+//	kind   byte     1 batch, 2 ping, 3 chunk, 4 end, 5 ack, 6 bye,
+//	                7 fetch request, 8 fetch response, 9 fetch error
 //	body
 //
 // A batch body is a run of envelopes, each: group uvarint, size uvarint,
@@ -85,6 +96,72 @@
 // typed error (ErrFrameTooLarge, ErrCorruptFrame) that closes that one
 // connection with an ERROR log line; the dialler reconnects. Decoded
 // messages never alias the read buffer.
+//
+// # Fetch streams
+//
+// Transport.Fetch(ctx, to, req) sends opaque bytes to node to and returns
+// what to's Config.FetchHandler(from, req, deadline) answered; raftq puts
+// Kafka's own Fetch request and response in them. The contract:
+//
+//   - The fetching node dials (whatever the ids), with hello stream kind
+//     3 and the usual checks, on the first Fetch towards a peer; the
+//     stream is kept and reused by every later call, so each (fetcher,
+//     leader) pair has one. After a failure the next call redials, first
+//     waiting out the package's jittered backoff (bounded by its ctx); a
+//     successful round trip resets the backoff. A new AddPeer address is
+//     used from the next dial.
+//   - One request is outstanding per stream: concurrent Fetch calls for
+//     one peer take turns, each waiting (bounded by its ctx) for the one
+//     before. Calls for different peers are independent.
+//   - Frames: a request is kind 7 with body budget uint64 (nanoseconds the
+//     caller will wait: its ctx deadline's remaining time, or ReadTimeout
+//     without one) and the request bytes; the answer is kind 8 with the
+//     response bytes, or kind 9 with a code byte (1: too large) and a
+//     reason. The leader sends the remaining time, not a clock reading,
+//     since the nodes' clocks need not agree.
+//   - The handler's deadline is the request's arrival plus its budget,
+//     less min(budget/10, 50 ms) so that an answer given at the deadline
+//     arrives before the caller's expires. A long-polling handler waits
+//     up to it; the fetcher stops reading at its own deadline.
+//   - MaxFetchBytes bounds the request and the response, in both
+//     directions. A request over the fetcher's own limit is refused before
+//     anything is sent; over the leader's, the leader skips its body and
+//     answers kind 9; a response over the leader's limit becomes kind 9;
+//     over the fetcher's, the fetcher skips it. Each is ErrFetchTooLarge
+//     with the sizes, and the stream stays in step and open. A corrupt
+//     frame (CRC, unknown kind, malformed body, a second request while one
+//     is outstanding) closes that stream only, with an ERROR log line and
+//     CorruptFrames counted, and the fetcher redials on its next call.
+//   - A Fetch whose ctx ends mid-request returns ctx's error and closes the
+//     stream, since the late answer would be out of step; the leader's
+//     handler for it runs on until it returns. A Fetch under way when the
+//     stream breaks or the leader stops gets ErrFetchAborted; at this
+//     node's Close, ErrClosed; after RemovePeer, ErrUnknownPeer.
+//   - Duplicate ids: a fetch stream counts as live the way the raft stream
+//     does, while it is open and either has a request in flight or carried
+//     one within min(3*KeepaliveInterval, ReadTimeout) (a follower fetches
+//     continuously, so its stream always is). A second fetch stream from
+//     the same id while the first is live is refused with ErrDuplicateID:
+//     a second process's fetch offsets would pass for the real node's log
+//     end and move the high watermark. A stream that is not live is
+//     replaced by the new one. A fetcher refused as a duplicate within that
+//     window after it closed its own previous stream (a cancelled request:
+//     the leader has not yet seen the close) retries with backoff within
+//     its ctx; a node that had no stream there gets the refusal. The raft
+//     and fetch streams are judged separately: a node's live fetch stream
+//     never keeps its own raft redial out, nor the reverse.
+//   - The leader's handler calls for one fetcher never overlap and run in
+//     order: a stream that replaces an earlier one waits for the earlier
+//     one's handler to return before reading its first request.
+//   - There is no read timeout between requests on the leader's side (a
+//     fetcher may pause); TCP keepalive, on by default for accepted
+//     connections, ends a stream whose fetcher vanished, and the liveness
+//     rule above lets its redial in meanwhile.
+//
+// Stats counts, per side, requests, bytes, dials and errors
+// (FetchRequests, FetchErrors, FetchDials, FetchDialErrors,
+// FetchBytesSent/Received; FetchesServed, FetchServeErrors,
+// FetchServedBytesIn/Out).
 //
 // # Batching, backpressure and time
 //
@@ -122,19 +199,28 @@
 //     at a time, in order. It is joined by run before the next session.
 //   - SendSnapshot (one per outbound snapshot) plus its ack reader, which
 //     it joins.
+//   - Fetch runs on its caller's goroutine; the holder of a peer's fetcher
+//     token (a channel of one) alone touches that peer's fetching side.
+//   - For each accepted fetch stream, handleInbound reads requests and a
+//     second goroutine, which it joins, calls FetchHandler and writes the
+//     answers (the stream's only writer).
 //
-// Receive and ReceiveSnapshot run on transport goroutines, concurrently with
-// each other and across peers. Close cancels everything, closes every
-// connection, and waits for all these goroutines, including Receive and
-// ReceiveSnapshot calls under way; every pending SendSnapshot callback gets
-// ErrClosed.
+// Receive, ReceiveSnapshot and FetchHandler run on transport goroutines,
+// concurrently with each other and across peers. Close cancels everything,
+// closes every connection (fetch streams included), and waits for all these
+// goroutines, including Receive, ReceiveSnapshot and FetchHandler calls
+// under way (a handler should honour its deadline: Close waits for it);
+// every pending SendSnapshot callback gets ErrClosed, every Fetch under way
+// an error.
 //
 // # Locks
 //
 // Transport.mu is the only mutex: it guards start/close state and changes
 // to the peer map (its place in the lock order: the repository's
 // DESIGN.md). The peer map is copy-on-write behind an atomic pointer, so Send takes no
-// lock; queues are channels; counters are atomics.
+// lock; queues are channels; counters are atomics; the fetching side is
+// owned through a one-token channel and the serving side's state is atomic,
+// so the fetch stream adds no mutex.
 //
 // # Departures
 //

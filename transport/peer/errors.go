@@ -25,6 +25,9 @@ var (
 	ErrSnapshotBusy    = errors.New("peer: too many snapshot streams")
 	ErrSnapshotFailed  = errors.New("peer: snapshot rejected by receiver")
 	ErrMessageTooLarge = errors.New("peer: message larger than max frame bytes")
+	ErrNoFetchHandler  = errors.New("peer: node serves no fetch stream")
+	ErrFetchTooLarge   = errors.New("peer: fetch request or response larger than max fetch bytes")
+	ErrFetchAborted    = errors.New("peer: fetch stream ended before the response")
 )
 
 // refusal is the code a handshake reply carries. Its values are part of the
@@ -43,6 +46,7 @@ const (
 	refuseBusy
 	refuseClosing
 	refuseIncarnation
+	refuseNoFetch
 )
 
 var refusalErrs = map[refusal]error{
@@ -56,6 +60,7 @@ var refusalErrs = map[refusal]error{
 	refuseBusy:        ErrSnapshotBusy,
 	refuseClosing:     ErrClosed,
 	refuseIncarnation: ErrIncarnation,
+	refuseNoFetch:     ErrNoFetchHandler,
 }
 
 // refusalOf picks the code that tells a refused peer why.

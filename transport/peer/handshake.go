@@ -11,7 +11,7 @@ import (
 //
 //	magic    4 bytes "RQPR"
 //	version  uint16
-//	stream   byte    streamRaft or streamSnapshot
+//	stream   byte    streamRaft, streamSnapshot or streamFetch
 //	from     uint64  the dialler's node id
 //	to       uint64  the node id the dialler meant to reach
 //	clen     byte, then clen bytes of cluster id
@@ -39,6 +39,7 @@ const (
 const (
 	streamRaft     byte = 1 // the long-lived connection for batches
 	streamSnapshot byte = 2 // one snapshot, then closed
+	streamFetch    byte = 3 // request/response, dialled by the fetching node
 )
 
 type hello struct {
@@ -118,7 +119,7 @@ func readHello(r io.Reader) (hello, error) {
 
 func (h hello) check() error {
 	switch {
-	case h.stream != streamRaft && h.stream != streamSnapshot:
+	case h.stream != streamRaft && h.stream != streamSnapshot && h.stream != streamFetch:
 		return fmt.Errorf("%w: unknown stream kind %d", ErrBadHandshake, h.stream)
 	case h.from == 0 || h.to == 0:
 		return fmt.Errorf("%w: node id 0 (from %d, to %d)", ErrBadHandshake, h.from, h.to)

@@ -51,6 +51,8 @@ func (t *Transport) handleInbound(conn net.Conn) {
 		stopPeer := context.AfterFunc(p.ctx, func() { conn.Close() }) // RemovePeer ends it too
 		defer stopPeer()
 		p.receiveSnapshot(conn)
+	case streamFetch:
+		p.serveFetch(conn)
 	}
 }
 
@@ -106,6 +108,17 @@ func (t *Transport) admit(h hello) (*peer, error) {
 		// it) or falls silent past the window, and its redial then gets in.
 		if remote, ago, live := p.liveStream(t.liveWindow()); live {
 			return nil, fmt.Errorf("%w: node %d is already connected from %s (heard from %s ago); is a second process running with id %d?",
+				ErrDuplicateID, h.from, remote, ago.Round(time.Millisecond), h.from)
+		}
+	case h.stream == streamFetch && t.cfg.FetchHandler == nil:
+		return nil, fmt.Errorf("%w: node %d asked for a fetch stream, but node %d has no fetch handler", ErrNoFetchHandler, h.from, t.cfg.NodeID)
+	case h.stream == streamFetch:
+		// One fetch stream per (fetcher, leader) pair, as for the raft
+		// stream: a second one while the first is live is a second
+		// process with the id, whose fetch offsets would pass for the
+		// real node's log end.
+		if remote, ago, live := p.liveFetchStream(t.liveWindow()); live {
+			return nil, fmt.Errorf("%w: node %d already has a live fetch stream from %s (last request %s ago); is a second process running with id %d?",
 				ErrDuplicateID, h.from, remote, ago.Round(time.Millisecond), h.from)
 		}
 	}
@@ -202,7 +215,7 @@ func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
 // isRefusal tells a handshake the two nodes disagree on (a configuration
 // problem) from a network failure.
 func isRefusal(err error) bool {
-	for _, sentinel := range []error{ErrClusterID, ErrIncarnation, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake} {
+	for _, sentinel := range []error{ErrClusterID, ErrIncarnation, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake, ErrNoFetchHandler} {
 		if errors.Is(err, sentinel) {
 			return true
 		}

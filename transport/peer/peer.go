@@ -35,6 +35,12 @@ type peer struct {
 	stats  peerCounters
 
 	farewell // goodbyes said and heard (farewell.go)
+
+	// fetcher is the fetching side's stream to p: whoever holds the one
+	// token owns it (fetch.go), so there is one request outstanding.
+	fetcher chan *fetchClient
+	// fetchIn is the stream p fetches from this node on, if any.
+	fetchIn atomic.Pointer[fetchServer]
 }
 
 func newPeer(t *Transport, id uint64, addr string) *peer {
@@ -46,7 +52,9 @@ func newPeer(t *Transport, id uint64, addr string) *peer {
 		inbound:  make(chan net.Conn, 1),
 		snapsOut: make(chan struct{}, t.cfg.MaxSnapshotsPerPeer),
 		farewell: newFarewell(),
+		fetcher:  make(chan *fetchClient, 1),
 	}
+	p.fetcher <- newFetchClient(p)
 	p.ctx, p.cancel = context.WithCancel(t.ctx)
 	p.setAddr(addr)
 	return p

@@ -23,7 +23,7 @@ type Stats struct {
 	DialErrors      uint64 // failed dials and handshakes of raft streams
 	RefusedInbound  uint64 // handshakes this node refused
 	RefusedOutbound uint64 // handshakes a peer refused
-	CorruptFrames   uint64 // raft streams closed for a corrupt or oversized frame
+	CorruptFrames   uint64 // raft and fetch streams closed for a corrupt or oversized frame
 
 	SnapshotsSent         uint64 // acknowledged by the receiver
 	SnapshotsFailed       uint64 // outbound streams that ended in error
@@ -31,6 +31,19 @@ type Stats struct {
 	SnapshotsRejected     uint64 // inbound streams that ended in error
 	SnapshotBytesSent     uint64
 	SnapshotBytesReceived uint64
+
+	// Fetch streams, fetching side (Fetch).
+	FetchRequests      uint64 // requests written
+	FetchErrors        uint64 // Fetch calls that returned an error
+	FetchDials         uint64 // fetch streams dialled and handshaken
+	FetchDialErrors    uint64
+	FetchBytesSent     uint64 // frame bytes written by Fetch
+	FetchBytesReceived uint64 // frame bytes of responses read by Fetch
+	// Fetch streams, serving side (FetchHandler).
+	FetchesServed       uint64 // requests answered by FetchHandler
+	FetchServeErrors    uint64 // requests refused as too large, responses too large, failed writes
+	FetchServedBytesIn  uint64 // frame bytes of requests read
+	FetchServedBytesOut uint64 // frame bytes of responses written
 
 	Peers map[uint64]PeerStats
 }
@@ -57,6 +70,10 @@ type counters struct {
 	refusedInbound, refusedOutbound, corruptFrames              atomic.Uint64
 	snapshotsSent, snapshotsFailed, snapshotsReceived           atomic.Uint64
 	snapshotsRejected, snapshotBytesSent, snapshotBytesReceived atomic.Uint64
+	fetchRequests, fetchErrors, fetchDials, fetchDialErrors     atomic.Uint64
+	fetchBytesSent, fetchBytesReceived                          atomic.Uint64
+	fetchesServed, fetchServeErrors                             atomic.Uint64
+	fetchServedBytesIn, fetchServedBytesOut                     atomic.Uint64
 }
 
 type peerCounters struct {
@@ -79,6 +96,11 @@ func (t *Transport) Stats() Stats {
 		SnapshotsSent: c.snapshotsSent.Load(), SnapshotsFailed: c.snapshotsFailed.Load(),
 		SnapshotsReceived: c.snapshotsReceived.Load(), SnapshotsRejected: c.snapshotsRejected.Load(),
 		SnapshotBytesSent: c.snapshotBytesSent.Load(), SnapshotBytesReceived: c.snapshotBytesReceived.Load(),
+		FetchRequests: c.fetchRequests.Load(), FetchErrors: c.fetchErrors.Load(),
+		FetchDials: c.fetchDials.Load(), FetchDialErrors: c.fetchDialErrors.Load(),
+		FetchBytesSent: c.fetchBytesSent.Load(), FetchBytesReceived: c.fetchBytesReceived.Load(),
+		FetchesServed: c.fetchesServed.Load(), FetchServeErrors: c.fetchServeErrors.Load(),
+		FetchServedBytesIn: c.fetchServedBytesIn.Load(), FetchServedBytesOut: c.fetchServedBytesOut.Load(),
 		Peers: map[uint64]PeerStats{},
 	}
 	for id, p := range *t.peers.Load() {
