@@ -129,7 +129,7 @@ func TestDrain_ProgressSaysNoBrokerReachable(t *testing.T) {
 	e, _, stderr := bufferedEnv(strings.NewReader(""))
 	code := make(chan int, 1)
 	go func() {
-		code <- run(context.Background(), e, []string{"produce", "--brokers", brokers, "--rate", "100", "--duration", "3s", "--drain-timeout", "1s", "drain"})
+		code <- run(context.Background(), e, []string{"produce", "--brokers", brokers, "--rate", "100", "--duration", "8s", "--drain-timeout", "1s", "drain"})
 	}()
 	select {
 	case <-gone:
@@ -137,8 +137,10 @@ func TestDrain_ProgressSaysNoBrokerReachable(t *testing.T) {
 		t.Fatalf("no Produce request in 30 s; stderr: %s", stderr.String())
 	}
 	const want = "no broker reachable: unable to dial: dial tcp " // kfake's port, now closed
-	// The progress line comes once a second.
-	waitFor(t, promptly+time.Second, "the progress line to say "+want, func(context.Context) bool {
+	// The progress line comes once a second, and names the dial error
+	// once the client has tried to dial again (kgo backs off first); the
+	// run lasts long enough for several lines after that.
+	waitFor(t, 8*time.Second, "the progress line to say "+want, func(context.Context) bool {
 		return strings.Contains(stderr.String(), want)
 	})
 	if got := <-code; got != 1 {
