@@ -44,12 +44,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if *dataDir == "" {
 		defer removeOnForcedQuit(ctx, e, dir)()
 	}
-	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
-	defer func() {
-		for _, n := range started {
-			n.Close()
-		}
-	}()
+	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
+	defer stop()
 	if err != nil {
 		return err
 	}
@@ -109,12 +105,19 @@ type devStorage struct {
 	async      bool
 }
 
-func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) ([]*broker.Node, error) {
+// startDevNodes starts the nodes; stop closes those it started, even
+// when it fails.
+func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) (nodes []*broker.Node, stop func(), err error) {
 	cluster := map[uint64]string{}
 	for i := 1; i <= count; i++ {
 		cluster[uint64(i)] = fmt.Sprintf("127.0.0.1:%d", base+100+i-1)
 	}
-	var nodes []*broker.Node
+	var closers []func() error
+	stop = func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
 	for i := 1; i <= count; i++ {
 		f := &serverFlags{cfg: broker.DefaultConfig(), cluster: broker.FormatCluster(cluster), fsync: st.fsync, wal: st.wal}
 		c := &f.cfg
@@ -129,15 +132,15 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)
 		if err != nil {
-			return nodes, err
+			return nodes, stop, err
 		}
-		n, err := broker.New(cfg)
+		n, closeNode, err := openNode(cfg)
 		if err != nil {
-			return nodes, fmt.Errorf("node %d: %w", i, err)
+			return nodes, stop, fmt.Errorf("node %d: %w", i, err)
 		}
-		nodes = append(nodes, n)
+		nodes, closers = append(nodes, n), append(closers, closeNode)
 	}
-	return nodes, waitClusterReady(nodes, 30*time.Second)
+	return nodes, stop, waitClusterReady(nodes, 30*time.Second)
 }
 
 // waitClusterReady waits until every node sees every broker registered.
