@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/raftq/raftq/broker"
@@ -19,7 +22,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "dev", "")
 	dataDir := fs.String("data-dir", "", "keep data here (default: a temp dir removed on exit)")
 	nodes := fs.Int("nodes", 3, "number of nodes (odd)")
-	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1")
+	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1, and its peers 100 above")
 	adminBase := fs.Int("admin-port", 9644, "admin HTTP port of node 1")
 	fsync := fs.String("fsync", "always", "WAL fsync policy: always or never")
 	walMode := fs.String("wal", walMode(broker.DefaultConfig().SharedWAL), walUsage)
@@ -136,11 +139,30 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		}
 		n, closeNode, err := openNode(cfg)
 		if err != nil {
-			return nodes, stop, fmt.Errorf("node %d: %w", i, err)
+			return nodes, stop, fmt.Errorf("node %d: %w", i, devPortTaken(err, cfg, base))
 		}
 		nodes, closers = append(nodes, n), append(closers, closeNode)
 	}
 	return nodes, stop, waitClusterReady(nodes, 30*time.Second)
+}
+
+// devPortTaken names the flag that moves a port found in use, where the
+// listener's own error names only the port: dev derives every port from
+// --base-port and --admin-port, and a peer port from neither by name.
+func devPortTaken(err error, c broker.Config, base int) error {
+	var op *net.OpError
+	if !errors.Is(err, syscall.EADDRINUSE) || !errors.As(err, &op) || op.Addr == nil {
+		return err
+	}
+	switch op.Addr.String() {
+	case c.PeerAddr:
+		return fmt.Errorf("the peer port %s is in use: dev's peers listen 100 above the Kafka ports (--base-port %d: peers from %d); pick another --base-port", c.PeerAddr, base, base+100)
+	case c.KafkaAddr:
+		return fmt.Errorf("the Kafka port %s is in use; pick another --base-port", c.KafkaAddr)
+	case c.AdminAddr:
+		return fmt.Errorf("the admin port %s is in use; pick another --admin-port", c.AdminAddr)
+	}
+	return err
 }
 
 // waitClusterReady waits until every node sees every broker registered.
