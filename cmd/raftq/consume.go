@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -19,7 +20,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 	part := fs.Int32("partition", -1, "only this partition")
 	follow := fs.BoolP("follow", "f", false, "keep waiting for new records")
 	maxRecs := fs.Int64("max", 0, "stop after this many records")
-	format := fs.String("format", "value", "value, or full (partition, offset, timestamp as Kafka's console consumer prints it, key, value)")
+	format := fs.String("format", "value", "value, or full (partition, offset, timestamp and headers as Kafka's console consumer prints them, key, value)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -182,8 +183,24 @@ func printRecord(e *env, r *kgo.Record, full bool) {
 		if r.Attrs.TimestampType() == 1 {
 			typ = "LogAppendTime"
 		}
-		fmt.Fprintf(e.stdout, "%d\t%d\t%s:%d\t%s\t%s\n", r.Partition, r.Offset, typ, r.Timestamp.UnixMilli(), r.Key, r.Value)
+		fmt.Fprintf(e.stdout, "%d\t%d\t%s:%d\t%s\t%s\t%s\n", r.Partition, r.Offset, typ, r.Timestamp.UnixMilli(), formatHeaders(r.Headers), r.Key, r.Value)
 		return
 	}
 	fmt.Fprintf(e.stdout, "%s\n", r.Value)
+}
+
+// formatHeaders writes headers as Kafka's console consumer does with
+// print.headers: k1:v1,k2:v2, or NO_HEADERS for none.
+func formatHeaders(hs []kgo.RecordHeader) string {
+	if len(hs) == 0 {
+		return "NO_HEADERS"
+	}
+	var b strings.Builder
+	for i, h := range hs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s:%s", h.Key, h.Value)
+	}
+	return b.String()
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/raftq/raftq/broker"
@@ -19,7 +22,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "dev", "")
 	dataDir := fs.String("data-dir", "", "keep data here (default: a temp dir removed on exit)")
 	nodes := fs.Int("nodes", 3, "number of nodes (odd)")
-	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1")
+	base := fs.Int("base-port", 9092, "Kafka port of node 1; node i listens on base+i-1, and its peers 100 above")
 	adminBase := fs.Int("admin-port", 9644, "admin HTTP port of node 1")
 	fsync := fs.String("fsync", "always", "WAL fsync policy: always or never")
 	walMode := fs.String("wal", walMode(broker.DefaultConfig().SharedWAL), walUsage)
@@ -44,12 +47,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if *dataDir == "" {
 		defer removeOnForcedQuit(ctx, e, dir)()
 	}
-	started, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
-	defer func() {
-		for _, n := range started {
-			n.Close()
-		}
-	}()
+	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
+	defer stop()
 	if err != nil {
 		return err
 	}
@@ -109,12 +108,19 @@ type devStorage struct {
 	async      bool
 }
 
-func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) ([]*broker.Node, error) {
+// startDevNodes starts the nodes; stop closes those it started, even
+// when it fails.
+func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) (nodes []*broker.Node, stop func(), err error) {
 	cluster := map[uint64]string{}
 	for i := 1; i <= count; i++ {
 		cluster[uint64(i)] = fmt.Sprintf("127.0.0.1:%d", base+100+i-1)
 	}
-	var nodes []*broker.Node
+	var closers []func() error
+	stop = func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
 	for i := 1; i <= count; i++ {
 		f := &serverFlags{cfg: broker.DefaultConfig(), cluster: broker.FormatCluster(cluster), fsync: st.fsync, wal: st.wal}
 		c := &f.cfg
@@ -129,15 +135,34 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)
 		if err != nil {
-			return nodes, err
+			return nodes, stop, err
 		}
-		n, err := broker.New(cfg)
+		n, closeNode, err := openNode(cfg)
 		if err != nil {
-			return nodes, fmt.Errorf("node %d: %w", i, err)
+			return nodes, stop, fmt.Errorf("node %d: %w", i, devPortTaken(err, cfg, base))
 		}
-		nodes = append(nodes, n)
+		nodes, closers = append(nodes, n), append(closers, closeNode)
 	}
-	return nodes, waitClusterReady(nodes, 30*time.Second)
+	return nodes, stop, waitClusterReady(nodes, 30*time.Second)
+}
+
+// devPortTaken names the flag that moves a port found in use, where the
+// listener's own error names only the port: dev derives every port from
+// --base-port and --admin-port, and a peer port from neither by name.
+func devPortTaken(err error, c broker.Config, base int) error {
+	var op *net.OpError
+	if !errors.Is(err, syscall.EADDRINUSE) || !errors.As(err, &op) || op.Addr == nil {
+		return err
+	}
+	switch op.Addr.String() {
+	case c.PeerAddr:
+		return fmt.Errorf("the peer port %s is in use: dev's peers listen 100 above the Kafka ports (--base-port %d: peers from %d); pick another --base-port", c.PeerAddr, base, base+100)
+	case c.KafkaAddr:
+		return fmt.Errorf("the Kafka port %s is in use; pick another --base-port", c.KafkaAddr)
+	case c.AdminAddr:
+		return fmt.Errorf("the admin port %s is in use; pick another --admin-port", c.AdminAddr)
+	}
+	return err
 }
 
 // waitClusterReady waits until every node sees every broker registered.

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/raftq/raftq/broker"
 )
 
 func TestDevBanner_String(t *testing.T) {
@@ -30,5 +36,56 @@ func TestDevBanner_String(t *testing.T) {
 				t.Errorf("banner lacks %q:\n%s", want, got)
 			}
 		}
+	}
+}
+
+// raftq dev whose first peer port is taken says which flag moves it
+// within a second: the peers' ports come from --base-port, 100 above the
+// Kafka ones, which no flag names. The peer listener starts before the
+// node's others, so only the taken port is tried.
+func TestDev_PeerPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	peer := l.Addr().(*net.TCPAddr).Port
+	base := strconv.Itoa(peer - 100)
+	out := cliPromptly(t, 1, "", "dev", "--nodes", "1", "--data-dir", t.TempDir(), "--base-port", base)
+	want := fmt.Sprintf("node 1: the peer port 127.0.0.1:%d is in use: dev's peers listen 100 above the Kafka ports (--base-port %s: peers from %d); pick another --base-port", peer, base, peer)
+	if !strings.Contains(out.stderr, want) {
+		t.Errorf("stderr %q, want %q", out.stderr, want)
+	}
+}
+
+// The Kafka and admin ports name their flags too; other errors pass
+// through.
+func TestDevPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	taken := l.Addr().String()
+	_, listenErr := net.Listen("tcp", taken)
+	if listenErr == nil {
+		t.Fatalf("second listen on %s succeeded", taken)
+	}
+	wrapped := fmt.Errorf("kafka listener: %w", listenErr)
+	other := "127.0.0.1:1"
+	for _, c := range []struct {
+		cfg  broker.Config
+		want string
+	}{
+		{broker.Config{KafkaAddr: taken, PeerAddr: other, AdminAddr: other}, "the Kafka port " + taken + " is in use; pick another --base-port"},
+		{broker.Config{KafkaAddr: other, PeerAddr: other, AdminAddr: taken}, "the admin port " + taken + " is in use; pick another --admin-port"},
+		{broker.Config{KafkaAddr: other, PeerAddr: other, AdminAddr: other}, wrapped.Error()},
+	} {
+		if got := devPortTaken(wrapped, c.cfg, 9092).Error(); got != c.want {
+			t.Errorf("devPortTaken(%+v) = %q, want %q", c.cfg, got, c.want)
+		}
+	}
+	if err := errors.New("disk full"); devPortTaken(err, broker.Config{KafkaAddr: taken}, 9092) != err {
+		t.Error("devPortTaken changed an error that is not a port in use")
 	}
 }

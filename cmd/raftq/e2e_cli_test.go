@@ -133,7 +133,7 @@ func TestE2E_CLI(t *testing.T) {
 		t.Errorf("consume --partition 0 printed %q", out.stdout)
 	}
 	out = cli(t, 0, "", "consume", "cli", "--partition", "0", "--from", "1", "--format", "full", "-b", bs)
-	if !regexp.MustCompile(`^0\t1\tCreateTime:\d{13}\t\tb\n0\t2\tCreateTime:\d{13}\t\tc\n$`).MatchString(out.stdout) {
+	if !regexp.MustCompile(`^0\t1\tCreateTime:\d{13}\tNO_HEADERS\t\tb\n0\t2\tCreateTime:\d{13}\tNO_HEADERS\t\tc\n$`).MatchString(out.stdout) {
 		t.Errorf("consume --from 1 --format full printed %q", out.stdout)
 	}
 	cli(t, 2, "", "consume", "cli", "--format", "json", "-b", bs)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,7 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 	cf := bindClientFlags(e, fs)
 	pf := bindProducerFlags(fs)
 	key := fs.String("key", "", "record key")
+	headerFlags := fs.StringArray("header", nil, "record header key=value, given to every record (repeatable)")
 	rateFlag := fs.Float64("rate", 0, "generate load at this many records/s instead of reading stdin")
 	count := fs.Int64("count", 0, "with --rate: stop after this many records (0: until --duration or Ctrl-C)")
 	duration := fs.Duration("duration", 0, "with --rate: stop after this long")
@@ -74,6 +76,10 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one topic")}
+	}
+	headers, err := parseHeaders(*headerFlags)
+	if err != nil {
+		return err
 	}
 	opts, err := pf.opts()
 	if err != nil {
@@ -85,7 +91,7 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	mk := func(v []byte) *kgo.Record {
-		r := &kgo.Record{Value: v, Partition: pf.partition}
+		r := &kgo.Record{Value: v, Partition: pf.partition, Headers: headers}
 		if *key != "" {
 			r.Key = []byte(*key)
 		}
@@ -98,6 +104,20 @@ func runProduce(ctx context.Context, e *env, args []string) error {
 		return noTopic(fs.Arg(0), err)
 	}
 	return nil
+}
+
+// parseHeaders reads --header flags. The records share the slice: the
+// client only reads it.
+func parseHeaders(kvs []string) ([]kgo.RecordHeader, error) {
+	var hs []kgo.RecordHeader
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("--header %q: want key=value", kv)}
+		}
+		hs = append(hs, kgo.RecordHeader{Key: k, Value: []byte(v)})
+	}
+	return hs, nil
 }
 
 // produceLines sends each stdin line as a record, until the input or

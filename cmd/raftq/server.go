@@ -125,11 +125,11 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := broker.New(cfg)
+	_, closeNode, err := openNode(cfg)
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
 	logger.Info("shutting down")
-	return n.Close()
+	return closeNode()
 }
