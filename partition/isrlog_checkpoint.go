@@ -1,11 +1,9 @@
 package partition
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"path/filepath"
 
@@ -52,16 +50,12 @@ func encodeISRCheckpoint(c *isrCheckpoint) ([]byte, error) {
 // decodeISRCheckpoint checks the CRC line sealCheckpoint added and decodes
 // the body into fresh state (nothing shared with an earlier decode).
 func decodeISRCheckpoint(b []byte) (*isrCheckpoint, error) {
-	i := bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')
-	if i < 0 {
-		return nil, fmt.Errorf("%w: isr checkpoint without crc", ErrCorruptLog)
-	}
-	var sum uint32
-	if _, err := fmt.Sscanf(string(b[i+1:]), "%08x\n", &sum); err != nil || sum != crc32.Checksum(b[:i], castagnoli) {
-		return nil, fmt.Errorf("%w: isr checkpoint crc mismatch", ErrCorruptLog)
+	body, err := unsealCheckpoint(b, "isr checkpoint")
+	if err != nil {
+		return nil, err
 	}
 	c := &isrCheckpoint{}
-	if err := json.Unmarshal(b[:i], c); err != nil {
+	if err := json.Unmarshal(body, c); err != nil {
 		return nil, fmt.Errorf("%w: isr checkpoint: %w", ErrCorruptLog, err)
 	}
 	if c.Offset < 0 || c.Start < 0 {

@@ -42,17 +42,27 @@ func sealCheckpoint(body []byte) []byte {
 	return fmt.Appendf(out, "\n%08x\n", crc32.Checksum(body, castagnoli))
 }
 
-func decodeReplicaCheckpoint(b []byte) (replicaCheckpoint, error) {
-	var c replicaCheckpoint
+// unsealCheckpoint checks the CRC line sealCheckpoint added and returns
+// the body; what names the checkpoint in errors.
+func unsealCheckpoint(b []byte, what string) ([]byte, error) {
 	i := bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')
 	if i < 0 {
-		return c, fmt.Errorf("%w: replica checkpoint without crc", ErrCorruptLog)
+		return nil, fmt.Errorf("%w: %s without crc", ErrCorruptLog, what)
 	}
 	var sum uint32
 	if _, err := fmt.Sscanf(string(b[i+1:]), "%08x\n", &sum); err != nil || sum != crc32.Checksum(b[:i], castagnoli) {
-		return c, fmt.Errorf("%w: replica checkpoint crc mismatch", ErrCorruptLog)
+		return nil, fmt.Errorf("%w: %s crc mismatch", ErrCorruptLog, what)
 	}
-	if err := json.Unmarshal(b[:i], &c); err != nil {
+	return b[:i], nil
+}
+
+func decodeReplicaCheckpoint(b []byte) (replicaCheckpoint, error) {
+	var c replicaCheckpoint
+	body, err := unsealCheckpoint(b, "replica checkpoint")
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
 		return c, fmt.Errorf("%w: replica checkpoint: %w", ErrCorruptLog, err)
 	}
 	return c, nil
