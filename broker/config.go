@@ -95,6 +95,18 @@ type Config struct {
 	// causes; never use it otherwise.
 	UnsafeAckBeforeCommit bool
 
+	// ReplicaLagTimeMax is Kafka's replica.lag.time.max.ms: an ISR-mode
+	// follower not caught up for longer leaves the ISR, and a raft voter
+	// behind its leader for longer counts as under-replicated.
+	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchWaitMax is Kafka's replica.fetch.wait.max.ms: how long
+	// an ISR leader holds a follower fetch that finds nothing new.
+	ReplicaFetchWaitMax time.Duration
+	// EligibleLeaderReplicas turns on KIP-966 for ISR partitions; the
+	// metadata leader proposes it to group 0 when the cluster's feature
+	// differs.
+	EligibleLeaderReplicas bool
+
 	Logger *slog.Logger
 }
 
@@ -121,6 +133,8 @@ func DefaultConfig() Config {
 		MaxRequestBytes:          100 << 20,
 		RetentionCheckInterval:   30 * time.Second,
 		LeaderBalanceInterval:    10 * time.Second,
+		ReplicaLagTimeMax:        30 * time.Second,
+		ReplicaFetchWaitMax:      500 * time.Millisecond,
 
 		OffsetsPartitions:          5,
 		OffsetsRetention:           7 * 24 * time.Hour,

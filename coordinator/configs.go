@@ -44,6 +44,8 @@ func buildTopicConfigs() map[string]ConfigDef {
 	defineConfig("compression.type", "producer", kmsg.ConfigTypeString, "producer stores batches as produced; uncompressed, gzip, snappy, lz4 or zstd makes the leader recompress batches in any other codec before they are replicated", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
 	defineConfig("min.insync.replicas", "1", kmsg.ConfigTypeInt, "isr mode only; with replication.mode=raft an acks=all write waits for a majority of the replicas (2 of 3, 3 of 5), whatever this says", intAtLeast(1))
 	defineConfig("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean, "isr mode only; raft mode never elects a replica that lacks committed writes", oneOf("true", "false"))
+	defineConfig("flush.messages", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log once this many records are unflushed (1: every batch before it counts); the default never does, trusting replication as Kafka does; raft mode's durability is the node's --fsync", intAtLeast(1))
+	defineConfig("flush.ms", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log data older than this; the default never does", intAtLeast(0))
 	defineConfig("replication.mode", ModeRaft, kmsg.ConfigTypeString, "raft (each partition a raft group) or isr (Kafka-style)", oneOf(ModeRaft, ModeISR))
 	return defs
 }
