@@ -153,7 +153,7 @@ func (n *Node) appendBatch(ctx context.Context, rep *dataPartition, acks int16, 
 	}
 	appendTime := rep.stampTime(batch, &info)
 	appended := time.Now()
-	pa, err := rep.repl.Append(ctx, batch, info)
+	pa, err := rep.repl.Append(ctx, batch, info, acks == -1)
 	rep.produceMu.Unlock()
 	if err != nil {
 		sp.BaseOffset, sp.LogStartOffset = -1, -1

@@ -255,3 +255,21 @@ func TestProjection_ExactOnlyWhileItCanBe(t *testing.T) {
 		t.Fatal("projected after invalidate with a proposal in flight")
 	}
 }
+
+// Append learns whether the producer waits for the commit, so that a mode
+// can refuse acks=all before appending (ISR's NOT_ENOUGH_REPLICAS), and
+// that refusal reaches the client as it is.
+func TestProduce_AcksAllReachesAppendAndItsRefusal(t *testing.T) {
+	f := newFakeReplication(t, 1)
+	n := newUnitNode(t, "t", nil, f)
+	for _, acks := range []int16{1, -1, 0} {
+		result(t, n.produce(context.Background(), produceRequest("t", 0, acks, testBatch(t, -1, 0, 0, "a"))))
+	}
+	if got, want := fmt.Sprint(f.acksAll), "[false true false]"; got != want {
+		t.Fatalf("Append saw acksAll %s for acks 1, -1, 0; want %s", got, want)
+	}
+	f.next = func([]byte, partition.BatchInfo) (pendingAppend, error) {
+		return nil, fmt.Errorf("isr below min: %w", kerr.NotEnoughReplicas)
+	}
+	wantCode(t, produceOne(t, n, -1, testBatch(t, -1, 0, 0, "a")), kerr.NotEnoughReplicas)
+}

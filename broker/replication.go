@@ -66,8 +66,11 @@ type replication interface {
 	// before they read the high watermark they compare with.
 	CaughtUp(epoch int32) bool
 	// Append replicates one validated batch. It fails at once with
-	// errNotLeader when this replica does not lead.
-	Append(ctx context.Context, batch []byte, info partition.BatchInfo) (pendingAppend, error)
+	// errNotLeader when this replica does not lead. acksAll says the
+	// producer waits for the commit (acks=all): a mode that refuses such
+	// a batch before appending it (ISR below min.insync.replicas:
+	// NOT_ENOUGH_REPLICAS) does so here; raft ignores it.
+	Append(ctx context.Context, batch []byte, info partition.BatchInfo, acksAll bool) (pendingAppend, error)
 	// AdvanceStart moves the log start offset forward on every replica
 	// (retention, DeleteRecords) and waits until this replica has moved.
 	AdvanceStart(ctx context.Context, offset int64) error

@@ -31,7 +31,8 @@ type fakeReplication struct {
 	appends   int     // Append calls that appended
 	starts    []int64 // AdvanceStart calls
 	transfers []uint64
-	settling  int // WaitSettled calls that found leadership settling
+	settling  int    // WaitSettled calls that found leadership settling
+	acksAll   []bool // each Append call's acksAll
 	// next, when set, answers the next Append instead of the default.
 	next func(batch []byte, info partition.BatchInfo) (pendingAppend, error)
 }
@@ -137,10 +138,11 @@ func (f *fakeReplication) CaughtUp(epoch int32) bool {
 	return f.caughtUp && epoch == f.lead.Epoch
 }
 
-func (f *fakeReplication) Append(_ context.Context, batch []byte, info partition.BatchInfo) (pendingAppend, error) {
+func (f *fakeReplication) Append(_ context.Context, batch []byte, info partition.BatchInfo, acksAll bool) (pendingAppend, error) {
 	f.mu.Lock()
 	next, lead := f.next, f.lead
 	f.next = nil
+	f.acksAll = append(f.acksAll, acksAll)
 	f.mu.Unlock()
 	if !lead.IsLeader {
 		return nil, errNotLeader

@@ -178,7 +178,9 @@ func (r *raftReplication) remove(purge bool) error {
 
 // Append proposes the batch. Its offset is known once appended when the
 // projection is exact (projection.go); otherwise only the apply gives it.
-func (r *raftReplication) Append(ctx context.Context, batch []byte, info partition.BatchInfo) (pendingAppend, error) {
+// A raft majority commits or nothing does, so acks=all needs no check
+// before the append.
+func (r *raftReplication) Append(ctx context.Context, batch []byte, info partition.BatchInfo, _ bool) (pendingAppend, error) {
 	st := r.g.Status()
 	if !st.IsLeader() {
 		return nil, fmt.Errorf("%w (leader %d, term %d)", errNotLeader, st.Leader, st.Term)
