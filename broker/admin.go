@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/raftq/raftq/coordinator"
 )
 
 // startAdmin serves /metrics, /debug/pprof/ and /v1/status.
@@ -54,9 +56,14 @@ type Status struct {
 	Offline []OfflineReplica `json:"offline_replicas,omitempty"`
 }
 
-// GroupStatus is one raft group's state on this node.
+// GroupStatus is one replica's replication state on this node: a raft
+// group's (the metadata group, a raft partition) or an ISR replica's. Role
+// is "leader" on the leader in both modes, and Term its leader epoch.
 type GroupStatus struct {
-	Group   uint64   `json:"group"`
+	Group uint64 `json:"group"`
+	// Mode is the partition's replication.mode, "raft" or "isr"; empty
+	// for the metadata group.
+	Mode    string   `json:"mode,omitempty"`
 	Role    string   `json:"role"`
 	Term    uint64   `json:"term"`
 	Leader  uint64   `json:"leader"`
@@ -64,6 +71,29 @@ type GroupStatus struct {
 	Applied uint64   `json:"applied"`
 	Voters  []uint64 `json:"voters"`
 	Learner []uint64 `json:"learners,omitempty"`
+
+	// The fields below are ISR mode's only: group 0's leader and
+	// partition epochs, ISR and ELR as this replica last took them, its
+	// log end, and on the leader each follower's lag.
+	LeaderEpoch    int32         `json:"leader_epoch,omitempty"`
+	PartitionEpoch int32         `json:"partition_epoch,omitempty"`
+	ISR            []uint64      `json:"isr,omitempty"`
+	ELR            []uint64      `json:"elr,omitempty"`
+	Recovering     bool          `json:"recovering,omitempty"`
+	EndOffset      int64         `json:"end_offset,omitempty"`
+	Followers      []FollowerLag `json:"followers,omitempty"`
+}
+
+// FollowerLag is an ISR leader's view of one follower.
+type FollowerLag struct {
+	ID uint64 `json:"id"`
+	// EndOffset is the follower's latest fetch offset (-1: none yet).
+	EndOffset int64 `json:"end_offset"`
+	// Lag is how many offsets it trails the leader's log end (-1: unknown).
+	Lag int64 `json:"lag"`
+	// SinceCaughtUpMs is how long ago it was last caught up (-1: never).
+	SinceCaughtUpMs int64 `json:"since_caught_up_ms"`
+	InISR           bool  `json:"in_isr"`
 }
 
 // BrokerStatus is one registered broker, as the metadata has it.
@@ -137,7 +167,11 @@ func (n *Node) serveIndex(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "raftq node %d of cluster %q (kafka %s, fsync %s)\n", s.NodeID, s.ClusterID, s.KafkaAddr, s.Fsync)
 	fmt.Fprintf(w, "metadata group: %s term %d leader %d commit %d\n\n", s.Metadata.Role, s.Metadata.Term, s.Metadata.Leader, s.Metadata.Commit)
 	for _, p := range s.Partitions {
-		fmt.Fprintf(w, "%s-%d  %-9s term %-4d leader %-2d hw %-10d start %d\n", p.Topic, p.Partition, p.Role, p.Term, p.Leader, p.HighWatermark, p.LogStart)
+		fmt.Fprintf(w, "%s-%d  %-4s %-9s term %-4d leader %-2d hw %-10d start %d", p.Topic, p.Partition, p.Mode, p.Role, p.Term, p.Leader, p.HighWatermark, p.LogStart)
+		if p.Mode == coordinator.ModeISR {
+			fmt.Fprintf(w, "  isr %v elr %v", p.ISR, p.ELR)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, o := range s.Offline {
 		fmt.Fprintf(w, "%s-%d  OFFLINE since %s: %s\n", o.Topic, o.Partition, o.Since.Format(time.RFC3339), o.Error)

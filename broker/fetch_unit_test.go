@@ -175,3 +175,27 @@ func TestListOffsets_FromTheLeader(t *testing.T) {
 		t.Errorf("on a follower: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(sp.ErrorCode))
 	}
 }
+
+// A leader not yet caught up in its epoch answers latest with
+// OFFSET_NOT_AVAILABLE, which clients retry, rather than a high watermark
+// that may be below its predecessor's; earliest needs no high watermark.
+func TestListOffsets_LatestWaitsForTheLeaderToCatchUp(t *testing.T) {
+	f := newFakeReplication(t, 1)
+	n := newUnitNode(t, "t", nil, f)
+	commitValues(t, f, "a")
+	f.mu.Lock()
+	f.caughtUp = false
+	f.mu.Unlock()
+	if sp := unitListOffset(t, n, partition.ListLatest, -1); sp.ErrorCode != kerr.OffsetNotAvailable.Code {
+		t.Errorf("latest before caught up: %v at %d, want OFFSET_NOT_AVAILABLE", kerr.ErrorForCode(sp.ErrorCode), sp.Offset)
+	}
+	if sp := unitListOffset(t, n, partition.ListEarliest, -1); sp.ErrorCode != 0 || sp.Offset != 0 {
+		t.Errorf("earliest before caught up: %v at %d, want 0", kerr.ErrorForCode(sp.ErrorCode), sp.Offset)
+	}
+	f.mu.Lock()
+	f.caughtUp = true
+	f.mu.Unlock()
+	if sp := unitListOffset(t, n, partition.ListLatest, -1); sp.ErrorCode != 0 || sp.Offset != 1 {
+		t.Errorf("latest once caught up: %v at %d, want 1", kerr.ErrorForCode(sp.ErrorCode), sp.Offset)
+	}
+}

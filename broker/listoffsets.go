@@ -40,12 +40,20 @@ func (n *Node) listOffset(r *kmsg.ListOffsetsRequest, topic string, rp *kmsg.Lis
 		sp.Offset, sp.OldStyleOffsets = 0, oldStyle(r, 0)
 		return sp
 	}
-	l := repl.Log()
-	hw := l.HighWatermark()
 	ts := rp.Timestamp
 	if ts == maxTimestamp {
 		ts = partition.ListLatest // no separate max-timestamp index; the latest is a fair answer
 	}
+	// Checked before the high watermark is read: see replication.CaughtUp.
+	if ts == partition.ListLatest && !repl.CaughtUp(repl.Leadership().Epoch) {
+		// A new leader whose high watermark has not reached its epoch's
+		// start may show one below what its predecessor did (Kafka
+		// answers the same, KIP-392); clients retry.
+		sp.ErrorCode = kerr.OffsetNotAvailable.Code
+		return sp
+	}
+	l := repl.Log()
+	hw := l.HighWatermark()
 	off, at, err := l.ListOffset(ts, hw)
 	if err != nil {
 		sp.ErrorCode = partition.ErrorCode(err)

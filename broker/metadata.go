@@ -134,6 +134,10 @@ func (n *Node) topicMetadata(st *coordinator.State, t *coordinator.Topic, versio
 	name := t.Name
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal
 	for i := range t.Partitions {
+		if t.IsISR() {
+			mt.Partitions = append(mt.Partitions, n.isrPartitionMetadata(st, &t.Partitions[i]))
+			continue
+		}
 		mt.Partitions = append(mt.Partitions, n.partitionMetadata(st, &t.Partitions[i]))
 	}
 	return mt
@@ -163,11 +167,13 @@ func (n *Node) partitionMetadata(st *coordinator.State, p *coordinator.Partition
 	return mp
 }
 
-// leaderOf returns the best-known leader of p and its term: the local
-// raft group's view when this node hosts a replica and knows a leader at
-// least as new as the metadata hint, else the hint.
+// leaderOf returns the best-known leader of p and its term: for a raft
+// partition, the local raft group's view when this node hosts a replica
+// and knows a leader at least as new as the metadata hint, else the hint;
+// for an ISR partition always the metadata, where group 0 elects it (a
+// local replica knows only what an earlier metadata told it).
 func (n *Node) leaderOf(p *coordinator.Partition) (uint64, uint64) {
-	if r := n.replicaByGroup(p.Group); r != nil {
+	if r := n.replicaByGroup(p.Group); r != nil && r.isr() == nil {
 		if s := r.lead.Leadership(); s.Leader != 0 && uint64(s.Epoch) >= p.LeaderTerm {
 			return s.Leader, uint64(s.Epoch)
 		}

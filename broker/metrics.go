@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/raftgroup"
 	"github.com/raftq/raftq/transport/kafka"
 )
@@ -25,6 +26,9 @@ type metrics struct {
 	walSync     prometheus.Histogram
 	produceRecs prometheus.Counter
 	replicate   *prometheus.HistogramVec
+	// ISR mode (the isr.Manager's Hooks).
+	isrChanges    *prometheus.CounterVec
+	followerFetch *prometheus.HistogramVec
 }
 
 var _ kafka.Observer = (*metrics)(nil)
@@ -53,7 +57,18 @@ func newMetrics() *metrics {
 		Help:    "Raft's share of a produce: from a batch's proposal on the leader until the answer could go, by what it waited for: appended (durable in the leader's WAL; acks=1 with the offset known beforehand) or applied (committed by a quorum and applied; acks=all, and acks=1 otherwise). Batches answered without error only.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 	}, []string{"until"})
+	m.isrChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftq_isr_changes_total", Help: "Committed ISR changes of the ISR partitions this node leads, by direction: expand or shrink (Kafka's IsrExpandsPerSec and IsrShrinksPerSec).",
+	}, []string{"direction"})
+	m.followerFetch = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "raftq_isr_follower_fetch_seconds", Help: "Round trips of this node's ISR follower fetches to their leaders (long polls included), by outcome: ok or failed.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+	}, []string{"outcome"})
+	for _, d := range []string{"expand", "shrink"} {
+		m.isrChanges.WithLabelValues(d)
+	}
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
+		m.isrChanges, m.followerFetch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -83,6 +98,24 @@ func (m *metrics) registerWAL(host func() raftgroup.Metrics) {
 	)
 }
 
+// isrChanged counts a committed ISR change (isr.Hooks.ISRChange).
+func (m *metrics) isrChanged(_ uint64, expand bool) {
+	d := "shrink"
+	if expand {
+		d = "expand"
+	}
+	m.isrChanges.WithLabelValues(d).Inc()
+}
+
+// followerFetched times a follower fetch (isr.Hooks.FollowerFetch).
+func (m *metrics) followerFetched(d time.Duration, failed bool) {
+	outcome := "ok"
+	if failed {
+		outcome = "failed"
+	}
+	m.followerFetch.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
 func (m *metrics) ConnOpened(*kafka.Conn)        { m.conns.Inc() }
 func (m *metrics) ConnClosed(*kafka.Conn, error) { m.conns.Dec() }
 
@@ -110,36 +143,52 @@ func (m *metrics) countFetch(resp *kmsg.FetchResponse) {
 	m.fetchBytes.Add(float64(n))
 }
 
-// partitionCollector reports each local replica's raft and log state.
+// partitionCollector reports each local replica's replication and log
+// state: raft's term and indexes for raft partitions, the ISR's size and
+// under-replication for ISR partitions, the log's offsets for both.
 type partitionCollector struct{ n *Node }
 
 var (
 	descTerm    = prometheus.NewDesc("raftq_raft_term", "Raft term of the partition's group on this node.", []string{"topic", "partition"}, nil)
 	descCommit  = prometheus.NewDesc("raftq_raft_commit_index", "Raft commit index.", []string{"topic", "partition"}, nil)
 	descApplied = prometheus.NewDesc("raftq_raft_applied_index", "Raft applied index.", []string{"topic", "partition"}, nil)
-	descLeader  = prometheus.NewDesc("raftq_raft_is_leader", "1 if this node leads the partition.", []string{"topic", "partition"}, nil)
+	descLeader  = prometheus.NewDesc("raftq_raft_is_leader", "1 if this node leads the partition (either mode).", []string{"topic", "partition"}, nil)
 	descHW      = prometheus.NewDesc("raftq_partition_high_watermark", "High watermark (applied log end).", []string{"topic", "partition"}, nil)
 	descStart   = prometheus.NewDesc("raftq_partition_log_start_offset", "Log start offset.", []string{"topic", "partition"}, nil)
 	descSize    = prometheus.NewDesc("raftq_partition_size_bytes", "Bytes of segments on disk.", []string{"topic", "partition"}, nil)
+	descEpoch   = prometheus.NewDesc("raftq_isr_leader_epoch", "Leader epoch of an ISR partition as this replica knows it.", []string{"topic", "partition"}, nil)
+	descISRSize = prometheus.NewDesc("raftq_isr_in_sync_replicas", "Members of an ISR partition's ISR as this replica knows it.", []string{"topic", "partition"}, nil)
+	descUnder   = prometheus.NewDesc("raftq_under_replicated_partitions", "ISR partitions this node leads whose ISR is smaller than their replica set (Kafka's UnderReplicatedPartitions).", nil, nil)
 )
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTerm, descCommit, descApplied, descLeader, descHW, descStart, descSize} {
+	for _, d := range []*prometheus.Desc{descTerm, descCommit, descApplied, descLeader, descHW, descStart, descSize, descEpoch, descISRSize, descUnder} {
 		ch <- d
 	}
 }
 
 func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.n.meta.View()
+	under := 0
 	for _, r := range c.n.replicaList() {
 		s := r.lead.describe()
 		labels := []string{r.topic, strconv.Itoa(int(r.index))}
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}
-		gauge(descTerm, float64(s.Term))
-		gauge(descCommit, float64(s.Commit))
-		gauge(descApplied, float64(s.Applied))
-		gauge(descLeader, b2f(r.lead.Leadership().IsLeader))
+		isLeader := r.lead.Leadership().IsLeader
+		if s.Mode == coordinator.ModeISR {
+			gauge(descEpoch, float64(s.LeaderEpoch))
+			gauge(descISRSize, float64(len(s.ISR)))
+			if ref, ok := st.PartitionByGroup(r.gid); ok && isLeader && len(s.ISR) < len(ref.Partition.Replicas) {
+				under++
+			}
+		} else {
+			gauge(descTerm, float64(s.Term))
+			gauge(descCommit, float64(s.Commit))
+			gauge(descApplied, float64(s.Applied))
+		}
+		gauge(descLeader, b2f(isLeader))
 		if r.data != nil {
 			l := r.data.repl.Log()
 			gauge(descHW, float64(l.HighWatermark()))
@@ -150,6 +199,7 @@ func (c partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descSize, float64(r.size()))
 	}
+	ch <- prometheus.MustNewConstMetric(descUnder, prometheus.GaugeValue, float64(under))
 }
 
 func b2f(b bool) float64 {

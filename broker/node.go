@@ -45,6 +45,7 @@ type Node struct {
 	closed   bool
 
 	pids producerIDs
+	isr  isrSide // the ISR mode's manager, made at first need (isr_node.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -117,6 +118,7 @@ func (n *Node) startRaft() error {
 	// The transport and the raft host add the node id themselves.
 	pc.Logger = logging.Discard(n.cfg.Logger).With("component", "peer")
 	pc.Dial = peerDialer(n.cfg.PeerAddr)
+	pc.FetchHandler = n.serveReplicaFetch // ISR followers' fetches
 	t, err := peer.New(pc)
 	if err != nil {
 		return fmt.Errorf("peer transport: %w", err)
@@ -241,6 +243,7 @@ func (n *Node) Close() error {
 		errs = append(errs, n.peer.Close())
 	}
 	errs = append(errs, n.closeReplicas())
+	n.closeISR() // after its partitions (closeReplicas)
 	return errors.Join(errs...)
 }
 

@@ -12,7 +12,8 @@ import (
 
 // reconcile keeps the local replicas equal to what the metadata places
 // on this node: it opens the missing ones, removes those of deleted
-// topics and brings open ones to their topic's configs. The controller's
+// topics and brings open ones to their topic's configs and, for ISR
+// partitions, to group 0's leader, epochs and ISR. The controller's
 // reconcile loop calls it on every metadata change, and every few seconds
 // to retry what failed.
 func (n *Node) reconcile(s *coordinator.State) {
@@ -35,6 +36,7 @@ func (n *Node) reconcile(s *coordinator.State) {
 		}
 		if have {
 			n.applyTopicConfigs(r, ref.Topic)
+			n.updateISR(r, s, ref)
 			continue
 		}
 		r, err := n.openReplica(ref)
@@ -47,6 +49,7 @@ func (n *Node) reconcile(s *coordinator.State) {
 		n.replicas[gid] = r
 		delete(n.offline, gid)
 		n.mu.Unlock()
+		n.updateISR(r, s, ref)
 		n.log.Info("hosting partition", "topic", r.topic, "partition", r.index, "group", r.gid)
 	}
 	n.forgetOffline(want)

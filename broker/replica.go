@@ -87,10 +87,19 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 	return r, nil
 }
 
+// openDataPartition opens a data partition's log and starts its
+// replication in the topic's replication.mode: a raft group, or an ISR
+// replica (which takes its role at the reconcile that follows).
 func (n *Node) openDataPartition(ref coordinator.PartitionRef, dir string) (*dataPartition, error) {
 	t := ref.Topic
-	cfg := partition.ReplicaConfig{Dir: dir, Log: logConfig(t), Logger: n.log.With("topic", t.Name, "partition", ref.Partition.Index)}
-	repl, err := n.openRaftReplication(ref, cfg)
+	var repl replication
+	var err error
+	if t.IsISR() {
+		repl, err = n.openISRReplication(ref, dir)
+	} else {
+		cfg := partition.ReplicaConfig{Dir: dir, Log: logConfig(t), Logger: n.log.With("topic", t.Name, "partition", ref.Partition.Index)}
+		repl, err = n.openRaftReplication(ref, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -118,13 +127,17 @@ func electionHold(view *coordinator.State, replicas []uint64, self uint64, elect
 
 // applyTopicConfigs brings an open replica up to its topic's configs, as
 // an altered topic config takes effect in Kafka: the log's segment and
-// retention limits and what produce checks (setProduceLimits). The
-// reconcile loop calls it on every metadata change.
+// retention limits, what produce checks (setProduceLimits) and, in ISR
+// mode, the flush policy. The reconcile loop calls it on every metadata
+// change.
 func (n *Node) applyTopicConfigs(r *replica, t *coordinator.Topic) {
 	if r.data == nil {
 		return
 	}
 	r.data.setProduceLimits(t)
+	if ir := r.isr(); ir != nil {
+		ir.p.SetFlush(flushPolicy(t))
+	}
 	want := logConfig(t).Limits
 	l := r.data.repl.Log()
 	if l.Limits() == want {

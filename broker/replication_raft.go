@@ -51,7 +51,11 @@ func (r *raftGroup) TransferLeadership(ctx context.Context, to uint64) error {
 	return classify(r.g.TransferLeadership(ctx, to))
 }
 
-func (r *raftGroup) describe() GroupStatus { return groupStatus(r.g.Status()) }
+func (r *raftGroup) describe() GroupStatus {
+	gs := groupStatus(r.g.Status())
+	gs.Mode = coordinator.ModeRaft
+	return gs
+}
 
 func (r *raftGroup) remove(purge bool) error { return r.host.RemoveGroup(r.g.ID(), purge) }
 

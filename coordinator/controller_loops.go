@@ -70,7 +70,11 @@ func (c *Controller) reportLeadership(ctx context.Context, hinted map[uint64]uin
 		if !leader || term <= hinted[gid] {
 			continue
 		}
-		if ref, ok := st.PartitionByGroup(gid); ok && ref.Partition.Leader == c.cfg.NodeID && ref.Partition.LeaderTerm == term {
+		ref, ok := st.PartitionByGroup(gid)
+		if ok && ref.Topic.IsISR() {
+			continue // group 0 elected this leader: there is nothing to hint
+		}
+		if ok && ref.Partition.Leader == c.cfg.NodeID && ref.Partition.LeaderTerm == term {
 			hinted[gid] = term
 			continue
 		}
@@ -155,6 +159,8 @@ func (c *Controller) updateLiveness(ctx context.Context, lastHeard map[uint64]ti
 // back to the partition's preferred replica (its first, spread evenly by
 // placement) when that replica is alive, so that produce load spreads over
 // the nodes after failovers, as Kafka's automatic leader rebalance does.
+// An ISR partition moves only when the preferred replica is in its ISR;
+// its TransferLeadership asks group 0 for a preferred election.
 func (c *Controller) leaderBalanceLoop(ctx context.Context) {
 	periodic.Every(ctx, c.cfg.LeaderBalanceInterval, func() { c.balanceLeaders(ctx) })
 }
@@ -169,6 +175,9 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 		preferred := ref.Partition.Replicas[0]
 		if b, alive := st.Brokers[preferred]; preferred == c.cfg.NodeID || !alive || !b.Alive {
 			continue
+		}
+		if ref.Topic.IsISR() && !slices.Contains(ref.Partition.ISR, preferred) {
+			continue // group 0 elects only from the ISR; it rejoins by fetching first
 		}
 		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := r.TransferLeadership(tctx, preferred)

@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/isr"
+)
+
+// The node's ISR side: one isr.Manager, made when the node first needs it
+// (its first ISR replica, or a peer's first follower fetch), so that a
+// node without ISR topics runs none of it. The manager replicates over
+// the peer transport's fetch streams and changes ISRs through group 0
+// (proposeAlter); the node tells it each partition's metadata on every
+// change (reconcile.go, updateISR).
+
+// isrSide holds the manager and the AlterPartition proposals under way.
+type isrSide struct {
+	mu     sync.Mutex // guards m, closed and backoff; a leaf but for isr.NewManager
+	m      *isr.Manager
+	closed bool
+	// backoff is each group's wait before it hears of a failed proposal
+	// again (no metadata leader, a timeout); it grows while they fail.
+	backoff map[uint64]time.Duration
+	// props counts proposal goroutines; Add only under mu while !closed,
+	// so closeISR's Wait never races an Add.
+	props sync.WaitGroup
+}
+
+// Proposal backoff bounds: the isr leader resends a failed AlterPartition
+// at once, so the wait between two attempts lives here.
+const (
+	alterBackoffMin = 50 * time.Millisecond
+	alterBackoffMax = time.Second
+	alterTimeout    = 5 * time.Second
+)
+
+// isrManager returns the node's manager, making it on first use;
+// isr.ErrClosed once the node closes.
+func (n *Node) isrManager() (*isr.Manager, error) {
+	n.isr.mu.Lock()
+	defer n.isr.mu.Unlock()
+	switch {
+	case n.isr.closed:
+		return nil, isr.ErrClosed
+	case n.isr.m != nil:
+		return n.isr.m, nil
+	}
+	cfg := isr.DefaultManagerConfig()
+	cfg.Self = n.cfg.NodeID
+	cfg.ReplicaLagTimeMax, cfg.ReplicaFetchWaitMax = n.cfg.ReplicaLagTimeMax, n.cfg.ReplicaFetchWaitMax
+	cfg.Fetch = n.peer.Fetch
+	cfg.Propose = n.proposeAlter
+	cfg.Eligible = n.isrEligible
+	cfg.BrokerEpoch = n.brokerEpoch
+	cfg.Hooks = isr.Hooks{ISRChange: n.metrics.isrChanged, FollowerFetch: n.metrics.followerFetched}
+	cfg.Logger = n.log.With("component", "isr")
+	m, err := isr.NewManager(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("isr manager: %w", err)
+	}
+	n.isr.m = m
+	return m, nil
+}
+
+// serveReplicaFetch answers a follower's fetch (the peer transport's
+// FetchHandler).
+func (n *Node) serveReplicaFetch(from uint64, req []byte, deadline time.Time) []byte {
+	m, err := n.isrManager()
+	if err != nil {
+		return nil // closing: the fetcher sees a broken answer and retries elsewhere
+	}
+	return m.HandleFetch(from, req, deadline)
+}
+
+// closeISR stops the manager once every ISR replica is closed, then waits
+// for the proposals under way (they end with the node's context).
+func (n *Node) closeISR() {
+	n.isr.mu.Lock()
+	n.isr.closed = true
+	m := n.isr.m
+	n.isr.mu.Unlock()
+	if m != nil {
+		m.Close()
+	}
+	n.isr.props.Wait()
+}
+
+// proposeAlter sends one AlterPartition item to group 0 (the isr
+// leader's Propose) and yields its outcome once: the item's result, or a
+// failure of the whole command in the item's Err, after a backoff.
+func (n *Node) proposeAlter(item coordinator.AlterPartitionItem) <-chan coordinator.ItemResult {
+	out := make(chan coordinator.ItemResult, 1)
+	n.isr.mu.Lock()
+	defer n.isr.mu.Unlock()
+	if n.isr.closed {
+		out <- coordinator.ItemResult{Group: item.Group, Err: isr.ErrClosed}
+		return out
+	}
+	n.isr.props.Add(1)
+	go func() {
+		defer n.isr.props.Done()
+		out <- n.alterPartition(item)
+	}()
+	return out
+}
+
+func (n *Node) alterPartition(item coordinator.AlterPartitionItem) coordinator.ItemResult {
+	ctx, cancel := context.WithTimeout(n.ctx, alterTimeout)
+	defer cancel()
+	cmd := &coordinator.Command{AlterPartition: &coordinator.AlterPartition{Items: []coordinator.AlterPartitionItem{item}}}
+	res, err := n.ctl.Propose(ctx, cmd)
+	switch {
+	case err == nil && res.Err == nil && len(res.Items) == 1:
+		n.alterSucceeded(item.Group)
+		return res.Items[0]
+	case err == nil && res.Err != nil:
+		return coordinator.ItemResult{Group: item.Group, Err: res.Err}
+	case err == nil:
+		err = fmt.Errorf("%d results for one item", len(res.Items))
+	}
+	n.alterFailedWait(item.Group)
+	return coordinator.ItemResult{Group: item.Group, Err: fmt.Errorf("alter partition of group %d: %w", item.Group, err)}
+}
+
+func (n *Node) alterSucceeded(group uint64) {
+	n.isr.mu.Lock()
+	delete(n.isr.backoff, group)
+	n.isr.mu.Unlock()
+}
+
+// alterFailedWait waits out the group's backoff, and doubles it.
+func (n *Node) alterFailedWait(group uint64) {
+	n.isr.mu.Lock()
+	if n.isr.backoff == nil {
+		n.isr.backoff = map[uint64]time.Duration{}
+	}
+	d := max(n.isr.backoff[group], alterBackoffMin)
+	n.isr.backoff[group] = min(2*d, alterBackoffMax)
+	n.isr.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-n.ctx.Done():
+	}
+}
+
+// isrEligible reports whether broker id, seen at brokerEpoch, may join an
+// ISR: registered at that epoch and alive (not fenced) in the metadata.
+func (n *Node) isrEligible(id, brokerEpoch uint64) bool {
+	b, ok := n.meta.View().Brokers[id]
+	return ok && b.Alive && b.Epoch == brokerEpoch
+}
+
+// brokerEpoch is this node's broker epoch in the metadata, 0 while it is
+// not registered.
+func (n *Node) brokerEpoch() uint64 { return brokerEpochIn(n.meta.View(), n.cfg.NodeID) }
+
+func brokerEpochIn(s *coordinator.State, id uint64) uint64 {
+	if b, ok := s.Brokers[id]; ok {
+		return b.Epoch
+	}
+	return 0
+}
+
+// openISRReplication opens this node's replica of an ISR partition; it
+// takes a role at its first updateISR.
+func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*isrReplication, error) {
+	m, err := n.isrManager()
+	if err != nil {
+		return nil, err
+	}
+	t, p := ref.Topic, ref.Partition
+	gid := p.Group
+	ip, err := m.Open(isr.PartitionConfig{Group: gid, TopicID: t.ID, Index: p.Index, Dir: dir, Log: logConfig(t),
+		Flush: flushPolicy(t), Logger: n.log.With("topic", t.Name, "partition", p.Index)})
+	if err != nil {
+		return nil, err
+	}
+	return &isrReplication{p: ip, gid: gid,
+		preferred:      func() (uint64, bool) { return n.preferredReplica(gid) },
+		electPreferred: func(ctx context.Context) error { return n.electPreferred(ctx, gid) },
+	}, nil
+}
+
+func (n *Node) preferredReplica(gid uint64) (uint64, bool) {
+	ref, ok := n.meta.View().PartitionByGroup(gid)
+	if !ok || len(ref.Partition.Replicas) == 0 {
+		return 0, false
+	}
+	return ref.Partition.Replicas[0], true
+}
+
+// electPreferred asks group 0 to make the preferred replica lead group
+// gid. An election that is not needed (it leads already) succeeds.
+func (n *Node) electPreferred(ctx context.Context, gid uint64) error {
+	cmd := &coordinator.Command{ElectLeaders: &coordinator.ElectLeaders{Groups: []uint64{gid}, Preferred: true}}
+	res, err := n.ctl.Propose(ctx, cmd)
+	switch {
+	case err != nil:
+		return fmt.Errorf("elect preferred leader of group %d: %w", gid, metaKafkaError(err))
+	case res.Err != nil:
+		return res.Err
+	case len(res.Items) == 1 && res.Items[0].Err != nil && !errors.Is(res.Items[0].Err, kerr.ElectionNotNeeded):
+		return res.Items[0].Err
+	}
+	return nil
+}
+
+// updateISR passes group 0's state of an ISR partition to its replica
+// here (a no-op for a raft replica).
+func (n *Node) updateISR(r *replica, s *coordinator.State, ref coordinator.PartitionRef) {
+	if ir := r.isr(); ir != nil {
+		ir.p.Update(isrState(s, ref, n.cfg.NodeID))
+	}
+}
+
+// isr returns the replica's ISR replication, nil for any other kind.
+func (r *replica) isr() *isrReplication {
+	if r.data == nil {
+		return nil
+	}
+	ir, _ := r.data.repl.(*isrReplication)
+	return ir
+}
+
+// isrState is the metadata's view of an ISR partition as the isr package
+// takes it, with self's broker epoch in the same state.
+func isrState(s *coordinator.State, ref coordinator.PartitionRef, self uint64) isr.State {
+	p := ref.Partition
+	return isr.State{Leader: p.Leader, LeaderEpoch: epochOf(p.LeaderTerm), PartitionEpoch: p.PartitionEpoch,
+		Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, Recovering: p.Recovering,
+		MinISR:      int(min(max(ref.Topic.ConfigInt("min.insync.replicas"), 1), math.MaxInt32)),
+		BrokerEpoch: brokerEpochIn(s, self)}
+}
+
+// flushPolicy is a topic's flush.messages and flush.ms. Their default,
+// Long.MAX_VALUE, and any value not positive mean never (the zero
+// policy), as does a flush.ms too long for a time.Duration.
+func flushPolicy(t *coordinator.Topic) isr.FlushPolicy {
+	var f isr.FlushPolicy
+	if m := t.ConfigInt("flush.messages"); m > 0 && m < math.MaxInt64 {
+		f.Messages = m
+	}
+	f.Interval = msDuration(t.ConfigInt("flush.ms"))
+	return f
+}

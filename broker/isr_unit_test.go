@@ -1,0 +1,188 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/isr"
+	"github.com/raftq/raftq/raftgroup"
+)
+
+// These test the ISR wiring's pure parts without an isr.Manager: the
+// metadata the node passes on, the flush policy, the error mapping, the
+// status and Metadata answers.
+
+// applyMeta applies commands to n's metadata after what is there.
+func applyMeta(t *testing.T, n *Node, cmds ...*coordinator.Command) {
+	t.Helper()
+	for _, c := range cmds {
+		data, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := n.meta.Apply(raftgroup.Entry{Index: n.meta.View().Index + 1, Data: data})
+		if err != nil || res.(coordinator.Result).Err != nil {
+			t.Fatalf("metadata command %+v: %v %v", c, err, res)
+		}
+	}
+}
+
+// newISRUnitNode is a unit node (node 1 of brokers 1-3) whose metadata
+// also holds ISR topic "i", one partition on replicas 1, 2, 3.
+func newISRUnitNode(t *testing.T, configs map[string]string) *Node {
+	t.Helper()
+	n := newUnitNode(t, "t", nil, newFakeReplication(t, 1))
+	cfgs := map[string]string{"replication.mode": "isr"}
+	for k, v := range configs {
+		cfgs[k] = v
+	}
+	applyMeta(t, n, &coordinator.Command{CreateTopic: &coordinator.CreateTopic{Name: "i", ID: [16]byte{2}, Partitions: 1,
+		ReplicationFactor: 3, Configs: cfgs, Assignment: [][]uint64{{1, 2, 3}}, AllowISR: true}})
+	return n
+}
+
+func isrRef(t *testing.T, n *Node) coordinator.PartitionRef {
+	t.Helper()
+	ref, ok := n.partitionRef("i", 0)
+	if !ok {
+		t.Fatal("no partition i-0")
+	}
+	return ref
+}
+
+func TestISRState_FromTheMetadata(t *testing.T) {
+	n := newISRUnitNode(t, map[string]string{"min.insync.replicas": "2"})
+	ref := isrRef(t, n)
+	applyMeta(t, n, &coordinator.Command{AlterPartition: &coordinator.AlterPartition{Items: []coordinator.AlterPartitionItem{{
+		Group: ref.Partition.Group, Leader: 1, LeaderEpoch: int32(ref.Partition.LeaderTerm), PartitionEpoch: ref.Partition.PartitionEpoch,
+		ISR: []coordinator.ISRMember{{ID: 1, BrokerEpoch: brokerEpochIn(n.meta.View(), 1)}, {ID: 3, BrokerEpoch: brokerEpochIn(n.meta.View(), 3)}},
+	}}}})
+	s := n.meta.View()
+	ref = isrRef(t, n)
+	got := isrState(s, ref, 2)
+	if got.Leader != 1 || !slices.Equal(got.ISR, []uint64{1, 3}) || !slices.Equal(got.Replicas, []uint64{1, 2, 3}) {
+		t.Errorf("state leader %d isr %v replicas %v, want leader 1, isr [1 3], replicas [1 2 3]", got.Leader, got.ISR, got.Replicas)
+	}
+	if got.PartitionEpoch != ref.Partition.PartitionEpoch || got.PartitionEpoch == 0 {
+		t.Errorf("partition epoch %d, want the metadata's %d (bumped by the alter)", got.PartitionEpoch, ref.Partition.PartitionEpoch)
+	}
+	if got.MinISR != 2 {
+		t.Errorf("min isr %d, want 2", got.MinISR)
+	}
+	if want := s.Brokers[2].Epoch; got.BrokerEpoch != want || want == 0 {
+		t.Errorf("broker epoch %d, want node 2's %d", got.BrokerEpoch, want)
+	}
+	if got := isrState(s, ref, 9).BrokerEpoch; got != 0 {
+		t.Errorf("an unregistered node's broker epoch is %d, want 0", got)
+	}
+}
+
+func TestFlushPolicy_DefaultsMeanNever(t *testing.T) {
+	for _, c := range []struct {
+		msgs, ms string
+		want     isr.FlushPolicy
+	}{
+		{"", "", isr.FlushPolicy{}},
+		{fmt.Sprint(int64(math.MaxInt64)), fmt.Sprint(int64(math.MaxInt64)), isr.FlushPolicy{}},
+		{"1", "", isr.FlushPolicy{Messages: 1}},
+		{"", "250", isr.FlushPolicy{Interval: 250 * time.Millisecond}},
+		{"1000", "1000", isr.FlushPolicy{Messages: 1000, Interval: time.Second}},
+	} {
+		cfgs := map[string]string{}
+		if c.msgs != "" {
+			cfgs["flush.messages"] = c.msgs
+		}
+		if c.ms != "" {
+			cfgs["flush.ms"] = c.ms
+		}
+		tp := &coordinator.Topic{Configs: cfgs}
+		if got := flushPolicy(tp); got != c.want {
+			t.Errorf("flush.messages=%q flush.ms=%q: %+v, want %+v", c.msgs, c.ms, got, c.want)
+		}
+	}
+}
+
+func TestClassifyISR_MapsToTheBrokersErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want error
+		code int16
+	}{
+		{isr.ErrNotLeader, errNotLeader, kerr.NotLeaderForPartition.Code},
+		{isr.ErrLeaderChanged, errAppendLost, kerr.NotLeaderForPartition.Code},
+		{isr.ErrClosed, errReplicaStopped, kerr.KafkaStorageError.Code},
+		{kerr.NotEnoughReplicas, kerr.NotEnoughReplicas, kerr.NotEnoughReplicas.Code},
+		{fmt.Errorf("after: %w", kerr.NotEnoughReplicasAfterAppend), kerr.NotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend.Code},
+	} {
+		got := classifyISR(c.err)
+		if !errors.Is(got, c.want) || !errors.Is(got, c.err) {
+			t.Errorf("classifyISR(%v) = %v, want it to wrap %v and keep the cause", c.err, got, c.want)
+		}
+		if code := replicationErrCode(got); code != c.code {
+			t.Errorf("classifyISR(%v) answers %v, want %v", c.err, kerr.ErrorForCode(code), kerr.ErrorForCode(c.code))
+		}
+	}
+	if classifyISR(nil) != nil {
+		t.Error("classifyISR(nil) is not nil")
+	}
+	if !isLeadershipLoss(classifyISR(isr.ErrLeaderChanged)) {
+		t.Error("a leader change before the commit is not a leadership loss")
+	}
+}
+
+func TestISRGroupStatus_ReportsFollowerLag(t *testing.T) {
+	now := time.Now()
+	s := isr.Status{Role: isr.RoleLeader, Leader: 1, LeaderEpoch: 4, PartitionEpoch: 9, ISR: []uint64{1, 2}, ELR: []uint64{3},
+		EndOffset: 100, Followers: []isr.FollowerStatus{
+			{ID: 2, EndOffset: 100, LastCaughtUp: now, InISR: true},
+			{ID: 3, EndOffset: 40, LastCaughtUp: now.Add(-5 * time.Second)},
+			{ID: 4, EndOffset: -1},
+		}}
+	gs := isrGroupStatus(7, s, now)
+	if gs.Mode != "isr" || gs.Role != "leader" || gs.Term != 4 || gs.LeaderEpoch != 4 || gs.PartitionEpoch != 9 {
+		t.Errorf("status %+v, want mode isr, role leader, term and leader epoch 4, partition epoch 9", gs)
+	}
+	if !slices.Equal(gs.ISR, []uint64{1, 2}) || !slices.Equal(gs.ELR, []uint64{3}) {
+		t.Errorf("isr %v elr %v, want [1 2] and [3]", gs.ISR, gs.ELR)
+	}
+	want := []FollowerLag{{ID: 2, EndOffset: 100, Lag: 0, SinceCaughtUpMs: 0, InISR: true},
+		{ID: 3, EndOffset: 40, Lag: 60, SinceCaughtUpMs: 5000}, {ID: 4, EndOffset: -1, Lag: -1, SinceCaughtUpMs: -1}}
+	if !slices.Equal(gs.Followers, want) {
+		t.Errorf("followers %+v, want %+v", gs.Followers, want)
+	}
+}
+
+// Metadata for an ISR partition is group 0's: its ISR (not every live
+// replica, as raft's shows), its elected leader, and as offline the
+// replicas of dead brokers.
+func TestMetadata_ISRPartitionFromGroup0(t *testing.T) {
+	n := newISRUnitNode(t, nil)
+	ref := isrRef(t, n)
+	applyMeta(t, n, &coordinator.Command{AlterPartition: &coordinator.AlterPartition{Items: []coordinator.AlterPartitionItem{{
+		Group: ref.Partition.Group, Leader: 1, LeaderEpoch: int32(ref.Partition.LeaderTerm), PartitionEpoch: ref.Partition.PartitionEpoch,
+		ISR: []coordinator.ISRMember{{ID: 1, BrokerEpoch: brokerEpochIn(n.meta.View(), 1)}},
+	}}}})
+	partitionMD := func() (int16, int32, []int32, []int32) {
+		st := n.meta.View()
+		mp := n.topicMetadata(st, st.Topics["i"], 12).Partitions[0]
+		return mp.ErrorCode, mp.Leader, mp.ISR, mp.OfflineReplicas
+	}
+	if code, leader, isr, offline := partitionMD(); code != 0 || leader != 1 || !slices.Equal(isr, []int32{1}) || len(offline) != 0 {
+		t.Errorf("metadata %v leader %d isr %v offline %v, want leader 1, isr [1], none offline", kerr.ErrorForCode(code), leader, isr, offline)
+	}
+	applyMeta(t, n, &coordinator.Command{SetAlive: &coordinator.SetAlive{ID: 3, Alive: false}})
+	if _, leader, isr, offline := partitionMD(); leader != 1 || !slices.Equal(isr, []int32{1}) || !slices.Equal(offline, []int32{3}) {
+		t.Errorf("with node 3 dead: leader %d isr %v offline %v, want leader 1, isr [1], offline [3]", leader, isr, offline)
+	}
+	p := n.meta.View().Topics["i"].Partitions[0]
+	if leader, term := n.leaderOf(&p); leader != 1 || term != p.LeaderTerm {
+		t.Errorf("leaderOf = %d at %d, want group 0's 1 at %d", leader, term, p.LeaderTerm)
+	}
+}
