@@ -33,7 +33,7 @@ type Manager struct {
 	ctx    context.Context // ends at Close: fetches in flight stop
 	cancel context.CancelFunc
 	stop   chan struct{}
-	wg   sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // partKey names a partition the way Kafka's Fetch does.

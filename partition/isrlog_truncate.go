@@ -13,13 +13,10 @@ import "fmt"
 // are forgotten: a follower that led an epoch without appending to it
 // must stop naming that epoch as the last it fetched, or its leader
 // would answer every fetch with the same divergence. It is durable when
-// it returns, checkpoints included (the forgotten empty epochs are
-// dropped in memory only; a restart may bring them back, and the next
-// divergence drops them again).
+// it returns, checkpoints included.
 func (r *ISRLog) TruncateTo(off int64) error {
 	if off >= r.log.EndOffset() {
-		r.setEpochs(epochCache(r.Epochs()).truncateFrom(off))
-		return nil
+		return r.forgetEpochsFrom(off)
 	}
 	end, err := r.log.Truncate(off)
 	if err != nil {
@@ -31,6 +28,17 @@ func (r *ISRLog) TruncateTo(off int64) error {
 		return fmt.Errorf("truncate isr log to %d: %w", off, err)
 	}
 	return r.dropStaleCheckpoints()
+}
+
+// forgetEpochsFrom drops the epochs that start at off or later, durably.
+func (r *ISRLog) forgetEpochsFrom(off int64) error {
+	before := r.Epochs()
+	after := epochCache(before).truncateFrom(off)
+	if len(after) == len(before) {
+		return nil
+	}
+	r.setEpochs(after)
+	return r.Checkpoint()
 }
 
 // rebuildProducers recomputes the producer state of [start, end) as
