@@ -113,6 +113,13 @@ func (m *isrModel) produceOutcome(b isrModelBatch) (dup *isrModelBatch, err erro
 
 func (m *isrModel) truncate(off int64) {
 	if off >= m.end() {
+		var keep []EpochStart
+		for _, e := range m.epochs {
+			if e.StartOffset < off {
+				keep = append(keep, e)
+			}
+		}
+		m.epochs = keep
 		return
 	}
 	i := 0

@@ -8,11 +8,15 @@ import "fmt"
 // above the new end are dropped; producer state is rebuilt from the newest
 // checkpoint at or below the new end plus a header scan of the batches
 // between; the high watermark is lowered to the new end if above it (the
-// only way it moves down). Offsets at or above the LEO change nothing, as
-// in Kafka. It is durable when it returns, checkpoints included.
+// only way it moves down). At or above the LEO the log stays as it is, as
+// in Kafka, but epochs that start at off or later, and so hold no batch,
+// are forgotten: a follower that led an epoch without appending to it
+// must stop naming that epoch as the last it fetched, or its leader
+// would answer every fetch with the same divergence. It is durable when
+// it returns, checkpoints included.
 func (r *ISRLog) TruncateTo(off int64) error {
 	if off >= r.log.EndOffset() {
-		return nil
+		return r.forgetEpochsFrom(off)
 	}
 	end, err := r.log.Truncate(off)
 	if err != nil {
@@ -24,6 +28,17 @@ func (r *ISRLog) TruncateTo(off int64) error {
 		return fmt.Errorf("truncate isr log to %d: %w", off, err)
 	}
 	return r.dropStaleCheckpoints()
+}
+
+// forgetEpochsFrom drops the epochs that start at off or later, durably.
+func (r *ISRLog) forgetEpochsFrom(off int64) error {
+	before := r.Epochs()
+	after := epochCache(before).truncateFrom(off)
+	if len(after) == len(before) {
+		return nil
+	}
+	r.setEpochs(after)
+	return r.Checkpoint()
 }
 
 // rebuildProducers recomputes the producer state of [start, end) as
