@@ -65,7 +65,7 @@ func (n *Node) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopi
 }
 
 func (n *Node) createCommand(rt *kmsg.CreateTopicsRequestTopic) *coordinator.CreateTopic {
-	c := &coordinator.CreateTopic{Name: rt.Topic, ID: newTopicID(), Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}, RefuseCollision: true}
+	c := &coordinator.CreateTopic{Name: rt.Topic, ID: newTopicID(), Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}, RefuseCollision: true, AllowISR: true}
 	if c.Partitions == -1 {
 		c.Partitions = n.cfg.DefaultPartitions
 	}
