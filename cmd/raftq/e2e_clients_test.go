@@ -33,11 +33,15 @@ import (
 // (it cannot decode snappy, franz-go's default, without a plugin) and
 // kcat's group member, which read their own client's topic; group
 // consumers must also commit what they read.
-func TestE2E_Clients(t *testing.T) {
+func TestE2E_Clients(t *testing.T) { runClients(t, nil) }
+
+// runClients is TestE2E_Clients with every topic created with tc's
+// configs (an ISR mode, say) besides its own.
+func runClients(t *testing.T, tc topicConfigs) {
 	c := e2eCluster(t, 3)
 	const parts, perPart = 3, 40
 
-	createTopic(t, c, "kgo", parts, 3, nil)
+	createTopic(t, c, "kgo", parts, 3, tc.with(nil))
 	cl := e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	want := map[int32][]string{}
 	for p := range int32(parts) {
@@ -48,28 +52,31 @@ func TestE2E_Clients(t *testing.T) {
 		got, _ := readPartition(t, c, "kgo", p)
 		checkLog(t, fmt.Sprintf("kgo-%d", p), got, want[p], allAcked(want[p]))
 	}
+	if mode := tc["replication.mode"]; mode != "" {
+		checkMode(t, c, "kgo", mode)
+	}
 
 	t.Run("sarama", func(t *testing.T) {
 		for _, v := range []sarama.KafkaVersion{sarama.DefaultVersion, sarama.V4_0_0_0} {
 			t.Run(v.String(), func(t *testing.T) {
 				topic := "sarama-" + strings.ReplaceAll(v.String(), ".", "_")
-				createTopic(t, c, topic, parts, 3, nil)
+				createTopic(t, c, topic, parts, 3, tc.with(nil))
 				saramaProduce(t, c, v, topic, parts, perPart)
 				saramaConsume(t, c, v, "kgo", want)
 			})
 		}
 	})
 	t.Run("kafka-go", func(t *testing.T) {
-		createTopic(t, c, "kafkago", parts, 3, nil)
+		createTopic(t, c, "kafkago", parts, 3, tc.with(nil))
 		kafkagoProduce(t, c, "kafkago", parts, perPart)
 		kafkagoConsume(t, c, "kgo", want)
 		kafkagoGroupConsume(t, c, "kgo", want)
 	})
 	t.Run("kcat", func(t *testing.T) {
-		kcatRoundTrip(t, c, want[0])
+		kcatRoundTrip(t, c, want[0], tc)
 	})
 	t.Run("kafkajs", func(t *testing.T) {
-		kafkajsRoundTrip(t, c)
+		kafkajsRoundTrip(t, c, tc)
 	})
 	checkNoCrashes(t, c)
 }
@@ -286,12 +293,12 @@ func kafkagoGroupConsume(t *testing.T, c *chaos.Cluster, topic string, want map[
 // kcatRoundTrip has kcat (librdkafka, idempotent) produce to a new topic,
 // reads it back with kcat and franz-go, has kcat read partition 0 of
 // the franz-go topic, and round-trips topics with a compression.type.
-func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string) {
+func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string, tc topicConfigs) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat is not installed (apt-get install kcat; .ci/run installs it)")
 	}
-	createTopic(t, c, "kcat", 1, 3, nil)
+	createTopic(t, c, "kcat", 1, 3, tc.with(nil))
 	base := []string{"-b", strings.Join(seeds(c), ","), "-X", "api.version.request=true"}
 	vals := seq("kcat", 50)
 	in := strings.Join(vals, "\n") + "\n"
@@ -322,7 +329,7 @@ func kcatRoundTrip(t *testing.T, c *chaos.Cluster, kgoP0 []string) {
 	// librdkafka reads what the broker recompressed.
 	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
 		topic := "kcat-" + codec
-		createTopic(t, c, topic, 1, 3, map[string]*string{"compression.type": &codec})
+		createTopic(t, c, topic, 1, 3, tc.with(map[string]*string{"compression.type": &codec}))
 		vals := seq(topic, 20)
 		out, err := runKcat(t, kcat, strings.Join(vals, "\n")+"\n", append(base, "-P", "-t", topic, "-p", "0",
 			"-X", "compression.codec=none", "-X", "acks=all")...)

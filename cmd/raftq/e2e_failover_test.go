@@ -58,9 +58,17 @@ func TestE2E_LeaderKill(t *testing.T) {
 }
 
 func runLeaderKill(t *testing.T, load failoverLoad, kills int, serverArgs ...string) *chaos.Cluster {
+	return runLeaderKillWith(t, load, kills, nil, serverArgs...)
+}
+
+// runLeaderKillWith is runLeaderKill on a topic created with tc's configs.
+func runLeaderKillWith(t *testing.T, load failoverLoad, kills int, tc topicConfigs, serverArgs ...string) *chaos.Cluster {
 	c := e2eCluster(t, 3, serverArgs...)
 	const topic = "failover"
-	createTopic(t, c, topic, load.parts, 3, nil)
+	createTopic(t, c, topic, load.parts, 3, tc.with(nil))
+	if mode := tc["replication.mode"]; mode != "" {
+		checkMode(t, c, topic, mode)
+	}
 	ld := startLoad(t, c, topic, load)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

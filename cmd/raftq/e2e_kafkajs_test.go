@@ -31,11 +31,11 @@ import (
 // franz-go's: kafkajs cannot decode snappy, franz-go's default codec,
 // without a plugin, from Kafka as from raftq.) Last, it reads franz-go's
 // records from a topic whose compression.type is gzip.
-func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster) {
+func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster, tc topicConfigs) {
 	node, env := kafkajsEnv(t)
 	brokers := strings.Join(seeds(c), ",")
 	const parts, perPart = 3, 40
-	if out := runKafkajs(t, node, env, "create", brokers, "kafkajs", fmt.Sprint(parts), "3"); out != "created true partitions 3" {
+	if out := runKafkajs(t, node, env, "create", brokers, "kafkajs", fmt.Sprint(parts), "3", tc.arg()); out != "created true partitions 3" {
 		t.Fatalf("kafkajs create: %q, want the topic created with 3 partitions", out)
 	}
 	want := map[int32][]string{}
@@ -74,7 +74,7 @@ func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster) {
 	// franz-go's snappy batches in a topic that stores gzip: kafkajs reads
 	// them without a plugin (what the README suggests).
 	gz := "gzip"
-	createTopic(t, c, "kafkajs-gzip", 1, 3, map[string]*string{"compression.type": &gz})
+	createTopic(t, c, "kafkajs-gzip", 1, 3, tc.with(map[string]*string{"compression.type": &gz}))
 	vals := seq("kafkajs-gzip-snappy-from-franz-go", perPart)
 	produceValues(t, e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner())), "kafkajs-gzip", 0, vals...)
 	var read []string

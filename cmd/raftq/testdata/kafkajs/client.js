@@ -1,6 +1,6 @@
 // A kafkajs client for raftq's end-to-end tests (cmd/raftq/e2e_kafkajs_test.go).
 //
-//   node client.js create  BROKERS TOPIC PARTITIONS RF
+//   node client.js create  BROKERS TOPIC PARTITIONS RF [KEY=VALUE,...]
 //   node client.js produce BROKERS TOPIC PARTITION PREFIX COUNT
 //   node client.js consume BROKERS GROUP TOPIC COUNT
 //   node client.js load    BROKERS TOPIC PARTITION PREFIX COUNT
@@ -25,12 +25,16 @@ const kafka = new Kafka({
   retry: { retries: 10 },
 });
 
-async function create(topic, partitions, rf) {
+async function create(topic, partitions, rf, configs) {
   const admin = kafka.admin();
   await admin.connect();
+  const configEntries = (configs || "").split(",").filter((kv) => kv !== "").map((kv) => {
+    const i = kv.indexOf("=");
+    return { name: kv.slice(0, i), value: kv.slice(i + 1) };
+  });
   const ok = await admin.createTopics({
     waitForLeaders: true,
-    topics: [{ topic, numPartitions: Number(partitions), replicationFactor: Number(rf) }],
+    topics: [{ topic, numPartitions: Number(partitions), replicationFactor: Number(rf), configEntries }],
   });
   const meta = await admin.fetchTopicMetadata({ topics: [topic] });
   await admin.disconnect();

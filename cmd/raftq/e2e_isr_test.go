@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/raftq/raftq/chaos"
+)
+
+// The ISR mode end to end: the client and leader-kill tests of the raft
+// mode, on topics created with replication.mode=isr and
+// min.insync.replicas=2 (RF 3), so that acks=all needs the leader and one
+// follower.
+
+// topicConfigs are configs every topic of a test is created with.
+type topicConfigs map[string]string
+
+// isrTopic is Kafka's recommended ISR setup: RF 3, min.insync.replicas 2.
+var isrTopic = topicConfigs{"replication.mode": "isr", "min.insync.replicas": "2"}
+
+// with returns extra plus tc's configs (extra's win).
+func (tc topicConfigs) with(extra map[string]*string) map[string]*string {
+	if len(tc) == 0 {
+		return extra
+	}
+	out := map[string]*string{}
+	for k, v := range tc {
+		out[k] = &v
+	}
+	maps.Copy(out, extra)
+	return out
+}
+
+// arg is tc as one KEY=VALUE,... argument ("" when empty).
+func (tc topicConfigs) arg() string {
+	var kvs []string
+	for _, k := range slices.Sorted(maps.Keys(tc)) {
+		kvs = append(kvs, k+"="+tc[k])
+	}
+	return strings.Join(kvs, ",")
+}
+
+// TestE2E_ClientsISR is TestE2E_Clients on ISR topics: franz-go, sarama,
+// kafka-go, kcat and kafkajs produce (idempotent, acks=all where they
+// can) and consume, and every acknowledged record is read back once, in
+// send order.
+func TestE2E_ClientsISR(t *testing.T) { runClients(t, isrTopic) }
+
+// TestE2E_LeaderKillISR kills -9 the leader of an ISR partition with
+// min.insync.replicas=2 mid-load: group 0 fences it and elects from the
+// ISR, the franz-go producer carries on, every acknowledged record is in
+// the log once and in send order, and the killed node, restarted, catches
+// up by fetching until its segments hold the same bytes as the others'.
+func TestE2E_LeaderKillISR(t *testing.T) {
+	runLeaderKillWith(t, shortFailover, 1, isrTopic)
+}
+
+// checkMode fails t unless every node's replicas of topic replicate in
+// mode (the status's mode), so that a test of a mode cannot pass on the
+// other.
+func checkMode(t *testing.T, c *chaos.Cluster, topic, mode string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seen := 0
+	for _, id := range c.NodeIDs() {
+		s, err := nodeStatus(ctx, c, id)
+		if err != nil {
+			t.Fatalf("status of node %d: %v", id, err)
+		}
+		for _, p := range s.Partitions {
+			if p.Topic != topic {
+				continue
+			}
+			seen++
+			if p.Mode != mode {
+				t.Errorf("node %d replicates %s-%d in mode %q, want %q", id, topic, p.Partition, p.Mode, mode)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Errorf("no node hosts %s", topic)
+	}
+}
