@@ -31,6 +31,7 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.DescribeCluster.Int16(), 2, n.serveDescribeCluster)
 	route(kmsg.DescribeLogDirs.Int16(), 4, n.serveDescribeLogDirs)
 	route(kmsg.DeleteRecords.Int16(), 2, n.serveDeleteRecords)
+	route(kmsg.DescribeTopicPartitions.Int16(), 0, n.serveDescribeTopicPartitions)
 	n.routeGroups(route)
 	n.apis = m.APIs()
 	return m

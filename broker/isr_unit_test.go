@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/isr"
 	"github.com/raftq/raftq/raftgroup"
+	"github.com/raftq/raftq/transport/kafka"
 )
 
 // These test the ISR wiring's pure parts without an isr.Manager: the
@@ -184,5 +186,59 @@ func TestMetadata_ISRPartitionFromGroup0(t *testing.T) {
 	p := n.meta.View().Topics["i"].Partitions[0]
 	if leader, term := n.leaderOf(&p); leader != 1 || term != p.LeaderTerm {
 		t.Errorf("leaderOf = %d at %d, want group 0's 1 at %d", leader, term, p.LeaderTerm)
+	}
+}
+
+func describePartitions(t *testing.T, n *Node, limit int32, cursor *kmsg.DescribeTopicPartitionsRequestCursor, topics ...string) *kmsg.DescribeTopicPartitionsResponse {
+	t.Helper()
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit, req.Cursor = limit, cursor
+	for _, name := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = name
+		req.Topics = append(req.Topics, rt)
+	}
+	return result(t, n.serveDescribeTopicPartitions(nil, &kafka.Request{Body: req})).(*kmsg.DescribeTopicPartitionsResponse)
+}
+
+// DescribeTopicPartitions shows an ISR partition's ISR and ELR (KIP-966)
+// and pages through topics with its cursor.
+func TestDescribeTopicPartitions_ISRAndELR(t *testing.T) {
+	n := newISRUnitNode(t, map[string]string{"min.insync.replicas": "2"})
+	ref := isrRef(t, n)
+	epochOfBroker := func(id uint64) uint64 { return brokerEpochIn(n.meta.View(), id) }
+	applyMeta(t, n, &coordinator.Command{UpdateFeatures: &coordinator.UpdateFeatures{EligibleLeaderReplicas: true}},
+		&coordinator.Command{AlterPartition: &coordinator.AlterPartition{Items: []coordinator.AlterPartitionItem{{
+			Group: ref.Partition.Group, Leader: 1, LeaderEpoch: int32(ref.Partition.LeaderTerm), PartitionEpoch: ref.Partition.PartitionEpoch,
+			ISR: []coordinator.ISRMember{{ID: 1, BrokerEpoch: epochOfBroker(1)}},
+		}}}})
+	p := n.meta.View().Topics["i"].Partitions[0]
+	if len(p.ELR) == 0 {
+		t.Fatalf("the coordinator put no replica in the ELR of %+v: the test needs one", p)
+	}
+	resp := describePartitions(t, n, 0, nil, "i", "nope")
+	if len(resp.Topics) != 2 || resp.NextCursor != nil {
+		t.Fatalf("%d topics, cursor %+v; want i and nope, no cursor", len(resp.Topics), resp.NextCursor)
+	}
+	if got := resp.Topics[1]; *got.Topic != "nope" || got.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("unknown topic %s answered %v, want UNKNOWN_TOPIC_OR_PARTITION", *got.Topic, kerr.ErrorForCode(got.ErrorCode))
+	}
+	dp := resp.Topics[0].Partitions[0]
+	wantELR := make([]int32, 0, len(p.ELR))
+	for _, id := range p.ELR {
+		wantELR = append(wantELR, int32(id))
+	}
+	if dp.LeaderID != 1 || !slices.Equal(dp.ISR, []int32{1}) || !slices.Equal(dp.EligibleLeaderReplicas, wantELR) {
+		t.Errorf("partition leader %d isr %v elr %v, want leader 1, isr [1], elr %v", dp.LeaderID, dp.ISR, dp.EligibleLeaderReplicas, wantELR)
+	}
+
+	first := describePartitions(t, n, 1, nil)
+	if len(first.Topics) != 1 || *first.Topics[0].Topic != "i" || first.NextCursor == nil || first.NextCursor.Topic != "t" {
+		t.Fatalf("first page %+v, want topic i and a cursor at t", first)
+	}
+	c := &kmsg.DescribeTopicPartitionsRequestCursor{Topic: first.NextCursor.Topic, Partition: first.NextCursor.Partition}
+	second := describePartitions(t, n, 1, c)
+	if len(second.Topics) != 1 || *second.Topics[0].Topic != "t" || len(second.Topics[0].Partitions) != 1 || second.NextCursor != nil {
+		t.Fatalf("second page %+v, want topic t's partition and no cursor", second)
 	}
 }

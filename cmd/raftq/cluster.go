@@ -143,8 +143,11 @@ type partKey struct {
 	index int32
 }
 
+// printPartitions prints the raft partitions, then the ISR partitions
+// in a table of their own (leader epoch, ISR, ELR, follower lag).
 func printPartitions(e *env, statuses map[uint64]*broker.Status) {
 	byPart := map[partKey]map[uint64]broker.PartitionStatus{}
+	isr := map[partKey]bool{}
 	for id, s := range statuses {
 		for _, p := range s.Partitions {
 			k := partKey{p.Topic, p.Partition}
@@ -152,21 +155,94 @@ func printPartitions(e *env, statuses map[uint64]*broker.Status) {
 				byPart[k] = map[uint64]broker.PartitionStatus{}
 			}
 			byPart[k][id] = p
+			isr[k] = isr[k] || p.Mode == modeISR
 		}
 	}
-	keys := make([]partKey, 0, len(byPart))
+	var raftKeys, isrKeys []partKey
 	for k := range byPart {
-		keys = append(keys, k)
+		if isr[k] {
+			isrKeys = append(isrKeys, k)
+		} else {
+			raftKeys = append(raftKeys, k)
+		}
 	}
+	if len(raftKeys) > 0 || len(isrKeys) == 0 {
+		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "TOPIC\tPARTITION\tLEADER\tTERM\tHIGH WATERMARK\tLOG START\tREPLICA LAG")
+		for _, k := range sortKeys(raftKeys) {
+			fmt.Fprintln(w, partitionLine(k, byPart[k]))
+		}
+		w.Flush()
+	}
+	if len(isrKeys) > 0 {
+		fmt.Fprintln(e.stdout, "\nISR PARTITIONS (replication.mode=isr; lag: offsets behind the leader's log end / time since caught up)")
+		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "TOPIC\tPARTITION\tLEADER\tEPOCH\tHIGH WATERMARK\tLOG START\tISR\tELR\tFOLLOWER LAG")
+		for _, k := range sortKeys(isrKeys) {
+			fmt.Fprintln(w, isrPartitionLine(k, byPart[k]))
+		}
+		w.Flush()
+	}
+}
+
+// modeISR is an ISR partition's status mode (coordinator.ModeISR).
+const modeISR = "isr"
+
+func sortKeys(keys []partKey) []partKey {
 	sort.Slice(keys, func(i, j int) bool {
 		return keys[i].topic < keys[j].topic || keys[i].topic == keys[j].topic && keys[i].index < keys[j].index
 	})
-	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TOPIC\tPARTITION\tLEADER\tTERM\tHIGH WATERMARK\tLOG START\tREPLICA LAG")
-	for _, k := range keys {
-		fmt.Fprintln(w, partitionLine(k, byPart[k]))
+	return keys
+}
+
+// isrPartitionLine summarises one ISR partition from the replica that
+// leads it in the highest leader epoch: group 0's ISR and ELR as that
+// leader took them, and its view of each follower. A partition whose
+// leader did not answer shows the newest epoch any replica knows.
+func isrPartitionLine(k partKey, reps map[uint64]broker.PartitionStatus) string {
+	var leader, newest broker.PartitionStatus
+	found := false
+	for _, p := range reps {
+		if p.LeaderEpoch >= newest.LeaderEpoch {
+			newest = p
+		}
+		if p.Role == "leader" && (!found || p.LeaderEpoch > leader.LeaderEpoch) {
+			leader, found = p, true
+		}
 	}
-	w.Flush()
+	if !found {
+		return fmt.Sprintf("%s\t%d\tnone\t%d\t-\t-\t%v\t%v\t-", k.topic, k.index, newest.LeaderEpoch, ids(newest.ISR), ids(newest.ELR))
+	}
+	lag := ""
+	for _, f := range leader.Followers {
+		lag += fmt.Sprintf("%d:%s ", f.ID, followerLag(f))
+	}
+	if lag == "" {
+		lag = "-"
+	}
+	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%v\t%v\t%s", k.topic, k.index, leader.Leader, leader.LeaderEpoch,
+		leader.HighWatermark, leader.LogStart, ids(leader.ISR), ids(leader.ELR), strings.TrimSpace(lag))
+}
+
+// followerLag shows a follower's lag as offsets/time since it was last
+// caught up, "unknown" before its first fetch.
+func followerLag(f broker.FollowerLag) string {
+	if f.Lag < 0 {
+		return "unknown"
+	}
+	since := "never"
+	if f.SinceCaughtUpMs >= 0 {
+		since = (time.Duration(f.SinceCaughtUpMs) * time.Millisecond).Round(100 * time.Millisecond).String()
+	}
+	return fmt.Sprintf("%d/%s", f.Lag, since)
+}
+
+// ids prints a replica set as Kafka's tools do, [] when empty.
+func ids(s []uint64) string {
+	if len(s) == 0 {
+		return "[]"
+	}
+	return fmt.Sprint(s)
 }
 
 // partitionLine summarises one partition: the leader's view and, for

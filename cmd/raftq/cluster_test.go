@@ -60,3 +60,31 @@ func TestPartitionLine(t *testing.T) {
 		}
 	}
 }
+
+func TestISRPartitionLine(t *testing.T) {
+	rep := func(role string, epoch int32, isr []uint64, followers ...broker.FollowerLag) broker.PartitionStatus {
+		return broker.PartitionStatus{Topic: "t", GroupStatus: broker.GroupStatus{Mode: "isr", Role: role, Term: uint64(epoch),
+			Leader: 1, LeaderEpoch: epoch, ISR: isr, ELR: nil, Followers: followers}, Replicas: []uint64{1, 2, 3}, HighWatermark: 10}
+	}
+	k := partKey{"t", 0}
+	for _, c := range []struct {
+		name string
+		reps map[uint64]broker.PartitionStatus
+		want string
+	}{
+		{"steady", map[uint64]broker.PartitionStatus{
+			1: rep("leader", 3, []uint64{1, 2}, broker.FollowerLag{ID: 2, Lag: 0, SinceCaughtUpMs: 20, InISR: true},
+				broker.FollowerLag{ID: 3, Lag: 120, SinceCaughtUpMs: 31000}),
+			2: rep("follower", 3, []uint64{1, 2})},
+			"t 0 1 3 10 0 [1 2] [] 2:0/0s 3:120/31s"},
+		{"a follower before its first fetch", map[uint64]broker.PartitionStatus{
+			1: rep("leader", 3, []uint64{1}, broker.FollowerLag{ID: 2, Lag: -1, SinceCaughtUpMs: -1})},
+			"t 0 1 3 10 0 [1] [] 2:unknown"},
+		{"the leader did not answer", map[uint64]broker.PartitionStatus{2: rep("follower", 4, []uint64{2, 3})},
+			"t 0 none 4 - - [2 3] [] -"},
+	} {
+		if got := strings.Join(strings.Split(isrPartitionLine(k, c.reps), "\t"), " "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
