@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/raftq/raftq/chaos"
 )
@@ -85,4 +89,39 @@ func checkMode(t *testing.T, c *chaos.Cluster, topic, mode string) {
 	if seen == 0 {
 		t.Errorf("no node hosts %s", topic)
 	}
+}
+
+// TestE2E_CLIISR creates an ISR topic with raftq topic create -c, and
+// checks what topic describe and cluster status show of it: the mode,
+// leader epoch, ISR, ELR and each follower's lag.
+func TestE2E_CLIISR(t *testing.T) {
+	c := e2eCluster(t, 3)
+	bs := strings.Join(seeds(c), ",")
+	n1, _ := c.Node(1)
+	cli(t, 0, "", "topic", "create", "isr", "-p", "2", "-r", "3", "-c", "replication.mode=isr", "-c", "min.insync.replicas=2", "-b", bs)
+	cl := e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceValues(t, cl, "isr", 0, seq("isr", 5)...)
+
+	out := cli(t, 0, "", "topic", "describe", "isr", "-b", bs)
+	for _, want := range []string{"replication.mode isr", "ISR", "ELR", "replication.mode=isr", "min.insync.replicas=2"} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("topic describe lacks %q:\n%s", want, out.stdout)
+		}
+	}
+	set := `\[[1-3] [1-3] [1-3]\]`
+	row := func(p, end int) *regexp.Regexp {
+		return regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+[1-3]\s+\d+\s+%s\s+%s\s+\[\]\s+\[\]\s+0\s+%d\s*$`, p, set, set, end))
+	}
+	if !row(0, 5).MatchString(out.stdout) || !row(1, 0).MatchString(out.stdout) {
+		t.Errorf("topic describe: want partition 0 ending at 5 and 1 at 0, each with a full ISR and no ELR:\n%s", out.stdout)
+	}
+
+	t.Logf("topic describe:\n%s", out.stdout)
+	leader := partitionLeader(t, c, "isr", 0)
+	line := regexp.MustCompile(fmt.Sprintf(`(?m)^isr\s+0\s+%d\s+\d+\s+5\s+0\s+%s\s+\[\]\s+\d:0/\S+\s+\d:0/\S+\s*$`, leader, set))
+	waitFor(t, 30*time.Second, "cluster status to show isr-0 with both followers caught up", func(context.Context) bool {
+		out = cli(t, 0, "", "cluster", "status", "--admin", n1.AdminAddr())
+		return strings.Contains(out.stdout, "ISR PARTITIONS") && line.MatchString(out.stdout)
+	})
+	t.Logf("cluster status:\n%s", out.stdout)
 }

@@ -120,11 +120,12 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one topic name")}
 	}
-	adm, done, err := cf.admin(ctx)
+	cl, err := cf.connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	tds, err := adm.ListTopics(ctx, fs.Arg(0))
 	if err != nil {
 		return err
@@ -143,9 +144,18 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "topic %s  id %s\n", td.Topic, kafkaUUID(td.ID))
+	isr := isrPartitions(ctx, cl, td.Topic)
+	if isr != nil {
+		fmt.Fprintf(e.stdout, "topic %s  id %s  replication.mode isr\n", td.Topic, kafkaUUID(td.ID))
+	} else {
+		fmt.Fprintf(e.stdout, "topic %s  id %s\n", td.Topic, kafkaUUID(td.ID))
+	}
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tOFFLINE\tSTART\tEND")
+	if isr != nil {
+		fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tELR\tOFFLINE\tSTART\tEND")
+	} else {
+		fmt.Fprintln(w, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tOFFLINE\tSTART\tEND")
+	}
 	var unknown []string
 	for _, p := range td.Partitions.Sorted() {
 		o := offs[p.Partition]
@@ -153,6 +163,10 @@ func topicDescribe(ctx context.Context, e *env, args []string) error {
 		if o.err != nil {
 			start, end = "-", "-"
 			unknown = append(unknown, fmt.Sprintf("partition %d: offsets unknown: %v", p.Partition, o.err))
+		}
+		if d, ok := isr[p.Partition]; ok {
+			fmt.Fprintf(w, "%d\t%s\t%d\t%v\t%v\t%v\t%v\t%s\t%s\n", p.Partition, leaderName(d.LeaderID), d.LeaderEpoch, d.Replicas, d.ISR, d.EligibleLeaderReplicas, d.OfflineReplicas, start, end)
+			continue
 		}
 		fmt.Fprintf(w, "%d\t%s\t%d\t%v\t%v\t%s\t%s\n", p.Partition, leaderName(p.Leader), p.LeaderEpoch, p.Replicas, p.OfflineReplicas, start, end)
 	}
