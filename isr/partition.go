@@ -30,8 +30,8 @@ type Partition struct {
 	log    *partition.ISRLog
 	logger *slog.Logger
 
-	mu       sync.Mutex
-	closed   bool
+	mu     sync.Mutex
+	closed bool
 	// syncMu keeps the background flush's SyncData apart from every other
 	// sync, truncation and reset of the log (taken after mu, or alone by
 	// the flush); truncGen counts truncations, so that a flush that
@@ -41,12 +41,12 @@ type Partition struct {
 	flushing   bool         // a background flush runs
 	flushedEnd atomic.Int64 // the log is durable below it
 	durable    notifier     // notified when flushedEnd grows
-	st       State // group 0's, as last given to Update
-	role     Role
-	epoch    int32 // the leader epoch the role belongs to
-	leaderID uint64
-	lead     *leader
-	flush    flushState
+	st         State        // group 0's, as last given to Update
+	role       Role
+	epoch      int32 // the leader epoch the role belongs to
+	leaderID   uint64
+	lead       *leader
+	flush      flushState
 	// retryAt holds a follower's fetches back after its leader refused
 	// one, until then or the next Update.
 	retryAt time.Time
