@@ -25,7 +25,7 @@ import (
 // the test applies commands to at once, without raft. The partition logs
 // are real, on disk in temp dirs; group 0's rules are the real ones.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	topicID [16]byte
 	lag     time.Duration
 
@@ -48,7 +48,7 @@ type testNode struct {
 
 // newTestCluster starts n nodes with one ISR partition replicated on all
 // of them, led by node 1, with the topic's configs.
-func newTestCluster(t *testing.T, n int, configs map[string]string) *testCluster {
+func newTestCluster(t testing.TB, n int, configs map[string]string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, topicID: [16]byte{7}, lag: 300 * time.Millisecond, meta: coordinator.NewMetadata(),
 		nodes: map[uint64]*testNode{}, cut: map[[2]uint64]bool{}}

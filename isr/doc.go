@@ -3,19 +3,34 @@
 // fetch from the leader and group 0, acting as Kafka's KRaft controller,
 // alone changes the in-sync replica set (ISR).
 //
-// This much of it is the leader's bookkeeping, as pure code: it does no
-// I/O, starts no goroutine and reads no clock. The caller passes the time
-// of every event and applies what it returns: the high watermark (HW) to
-// the partition's log (partition.ISRLog.SetHighWatermark), proposals to
-// group 0 through Config.Propose. It follows Kafka's Partition.scala and
-// Replica.scala; ISR-NOTES §1.1–1.7 give the rules and their sources.
+// # Layers
 //
-// # Ownership
+//   - The leader's bookkeeping (leader.go, alter.go, replica.go) is pure
+//     code after Kafka's Partition.scala and Replica.scala: it does no
+//     I/O, starts no goroutine and reads no clock. The caller passes the
+//     time of every event and applies what it returns: the high
+//     watermark (HW) to the log, proposals to group 0 through
+//     Config.Propose. ISR-NOTES §1.1–1.7 give the rules and their sources.
+//   - A Partition (partition.go, append.go, serve.go, follower.go) is one
+//     replica: a partition.ISRLog and the role group 0 gave it through
+//     Update. As leader it takes appends and serves follower fetches; as
+//     follower it applies the answers its Manager's fetcher brings.
+//   - The Manager (manager.go, fetcher.go) holds a node's partitions, one
+//     fetcher per leader node, and the timers (ISR expiration every half
+//     lag time, flush.ms, the periodic checkpoint). Followers and leaders
+//     speak Kafka's own follower Fetch (wire.go) over the peer transport's
+//     fetch stream.
 //
-// One goroutine, the partition's owner, calls every method of a leader;
-// nothing here locks. Results of AlterPartition proposals come back on the
-// channel alterDone returns, which the owner selects on and hands to
-// handleAlterResult.
+// # Ownership and locks
+//
+// Partition.mu (Kafka's leaderIsrUpdateLock) is held for every change of
+// a replica: its holder is the owner the leader bookkeeping and the
+// ISRLog's mutators require. Lock order: the broker's produce lock, then
+// Partition.mu, then Manager.mu, then the log's own locks. Readers of the
+// log take none of them. Answers to AlterPartition come back on the
+// channel alterDone returns; a goroutine per proposal hands them to
+// handleAlterResult under Partition.mu, unless a newer proposal replaced
+// the one it waits for.
 //
 // # Invariants
 //
@@ -32,4 +47,12 @@
 //   - A follower's fetch state from a broker epoch older than the one it
 //     last fetched with is refused (KIP-903), and a follower joins the ISR
 //     only at a broker epoch the controller still holds.
+//   - A diverged fetch (its LastFetchedEpoch ends below its offset in the
+//     leader's log) is answered with the divergence and no records, and
+//     does not move the follower's state; the follower truncates and asks
+//     again. A follower appends only batches that start at its log end.
+//   - An acks=all produce is acknowledged only once the HW passed its last
+//     offset while this replica still led the epoch it was appended in.
+//   - A follower's HW is at most its log end and the leader's HW; its log
+//     start never passes its HW.
 package isr

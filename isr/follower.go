@@ -121,7 +121,7 @@ func (p *Partition) truncateDiverging(epoch int32, end int64) {
 		to = min(end, fend, leo)
 	}
 	p.logger.Info("isr: truncating diverged log", "group", p.cfg.Group, "leader_epoch", epoch, "leader_end", end, "to", to, "leo", leo)
-	if err := p.log.TruncateTo(to); err != nil {
+	if err := p.truncating(func() error { return p.log.TruncateTo(to) }); err != nil {
 		p.logger.Error("isr: truncate", "group", p.cfg.Group, "to", to, "err", err)
 		p.retryAt = time.Now().Add(refusedBackoff)
 	}
@@ -137,9 +137,9 @@ func (p *Partition) outOfRange(rp *kmsg.FetchResponseTopicPartition) {
 	switch {
 	case rp.LogStartOffset >= 0 && leo < rp.LogStartOffset:
 		p.logger.Info("isr: log behind the leader's start, resetting", "group", p.cfg.Group, "leo", leo, "leader_start", rp.LogStartOffset)
-		err = p.log.ResetTo(rp.LogStartOffset)
+		err = p.truncating(func() error { return p.log.ResetTo(rp.LogStartOffset) })
 	case rp.HighWatermark >= 0 && rp.HighWatermark < leo:
-		err = p.log.TruncateTo(rp.HighWatermark)
+		err = p.truncating(func() error { return p.log.TruncateTo(rp.HighWatermark) })
 	default:
 		err = errors.New("out of range, but neither below the leader's start nor above its HW")
 	}

@@ -30,14 +30,23 @@ type Partition struct {
 	log    *partition.ISRLog
 	logger *slog.Logger
 
-	mu       sync.Mutex
-	closed   bool
-	st       State // group 0's, as last given to Update
-	role     Role
-	epoch    int32 // the leader epoch the role belongs to
-	leaderID uint64
-	lead     *leader
-	flush    flushState
+	mu     sync.Mutex
+	closed bool
+	// syncMu keeps the background flush's SyncData apart from every other
+	// sync, truncation and reset of the log (taken after mu, or alone by
+	// the flush); truncGen counts truncations, so that a flush that
+	// overlapped one does not credit the flushed end.
+	syncMu     sync.Mutex
+	truncGen   uint64
+	flushing   bool         // a background flush runs
+	flushedEnd atomic.Int64 // the log is durable below it
+	durable    notifier     // notified when flushedEnd grows
+	st         State        // group 0's, as last given to Update
+	role       Role
+	epoch      int32 // the leader epoch the role belongs to
+	leaderID   uint64
+	lead       *leader
+	flush      flushState
 	// retryAt holds a follower's fetches back after its leader refused
 	// one, until then or the next Update.
 	retryAt time.Time
@@ -66,6 +75,13 @@ func newPartition(m *Manager, cfg PartitionConfig) (*Partition, error) {
 	p := &Partition{m: m, cfg: cfg, log: l, logger: logger, role: RoleNone, epoch: -1, lead: lead, changed: make(chan struct{})}
 	p.flush.policy = cfg.Flush
 	p.leadingEpoch.Store(-1)
+	// What recovery found may be a dead process's page cache: made
+	// durable once, it is the flushed end the policy counts from.
+	if err := l.Log().Sync(); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	p.flushedEnd.Store(l.EndOffset())
 	return p, nil
 }
 
@@ -136,7 +152,7 @@ func (p *Partition) becomeLeader(now time.Time) {
 	epoch := p.st.LeaderEpoch
 	err := p.syncForPolicy()
 	if err == nil {
-		err = p.log.BecomeLeader(epoch)
+		err = p.withSync(func() error { return p.log.BecomeLeader(epoch) })
 	}
 	if err != nil {
 		p.logger.Error("isr: cannot lead", "group", p.cfg.Group, "epoch", epoch, "err", err)
@@ -347,7 +363,8 @@ func (p *Partition) Close(purge bool) error {
 	p.closed = true
 	p.stopLeading()
 	p.signal()
-	err := p.log.Close()
+	err := p.withSync(p.log.Close)
+	p.durable.notify()
 	p.mu.Unlock()
 	if purge {
 		if rerr := os.RemoveAll(p.cfg.Dir); rerr != nil {
@@ -364,9 +381,11 @@ func (p *Partition) checkpoint() {
 	if p.closed {
 		return
 	}
-	if err := p.log.Checkpoint(); err != nil {
+	end := p.log.EndOffset()
+	if err := p.withSync(p.log.Checkpoint); err != nil {
 		p.logger.Warn("isr: checkpoint", "group", p.cfg.Group, "err", err)
 		return
 	}
-	p.flush.synced(time.Time{})
+	p.flush.unflushed = 0
+	p.markFlushed(end)
 }

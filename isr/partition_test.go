@@ -134,3 +134,49 @@ func TestCluster_DedupAcrossFailover(t *testing.T) {
 		t.Fatalf("log holds %v", got)
 	}
 }
+
+// Under flush.messages=1 a batch commits, and acks=1 answers, only once
+// the leader's log is flushed past it; without a flush policy nothing is
+// flushed on the produce path at all.
+func TestCluster_FlushMessagesOne(t *testing.T) {
+	for _, tc := range []struct {
+		configs map[string]string
+		flushed bool
+	}{
+		{map[string]string{"flush.messages": "1"}, true},
+		{nil, false},
+	} {
+		c := newTestCluster(t, 3, tc.configs)
+		c.node(1).p.SetFlush(flushPolicyOf(tc.configs))
+		for _, id := range []uint64{2, 3} {
+			c.node(id).p.SetFlush(flushPolicyOf(tc.configs))
+		}
+		c.eventually("node 1 leads", func() bool { _, _, l := c.node(1).p.Leadership(); return l })
+		p := c.node(1).p
+		for range 20 {
+			b := testBatch(-1, 0, "v")
+			info, _ := validate(t, b)
+			a, err := p.Append(b, info, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Durable(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := p.flushedEnd.Load() > a.Result().Last; got != tc.flushed {
+				t.Fatalf("%v: acks=1 answered with flushed end %d, batch ends at %d", tc.configs, p.flushedEnd.Load(), a.Result().Last)
+			}
+		}
+		res := c.mustProduce(1, "all")
+		if got := p.flushedEnd.Load() > res.Last; got != tc.flushed {
+			t.Fatalf("%v: acks=all committed with flushed end %d, batch ends at %d", tc.configs, p.flushedEnd.Load(), res.Last)
+		}
+	}
+}
+
+func flushPolicyOf(cfgs map[string]string) FlushPolicy {
+	if cfgs["flush.messages"] == "1" {
+		return FlushPolicy{Messages: 1}
+	}
+	return FlushPolicy{}
+}
