@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/partition"
@@ -190,4 +192,67 @@ func checkAcked(t *testing.T, recs []*kgo.Record, acks []acked) {
 		t.Error("the log is not in offset order")
 	}
 	t.Logf("%d acknowledged records read back once each, in order, from %d in the log", len(acks), len(recs))
+}
+
+// isrPartition returns partition p of topic as node from's metadata has it.
+func (c *testCluster) isrPartition(from uint64, topic string, p int32) coordinator.Partition {
+	return c.nodes[from].Metadata().Topics[topic].Partitions[p]
+}
+
+// With min.insync.replicas=2 and RF 2, losing the follower shrinks the
+// ISR to the leader alone: acks=all is refused before the append with
+// NOT_ENOUGH_REPLICAS while acks=1 still writes; once the follower is
+// back and caught up it rejoins the ISR and acks=all writes again.
+func TestISR_BelowMinISRRefusesAcksAll(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createISRTopic(t, cl, "below", 1, 2, 2)
+	leader := c.isrLeader(t, 1, "below", 0)
+	follower := c.isrPartition(leader, "below", 0).Replicas[0]
+	if follower == leader {
+		follower = c.isrPartition(leader, "below", 0).Replicas[1]
+	}
+	// kgo sends a produce request with its client's acks, whatever the
+	// request says: a client per acks.
+	acks1 := c.client(kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	produce := func(acks int16, v string) (int16, int64) {
+		t.Helper()
+		via := cl
+		if acks == 1 {
+			via = acks1
+		}
+		return produceCode(requestFrom[*kmsg.ProduceResponse](t, via, int32(leader), produceRequest("below", 0, acks, testBatch(t, -1, 0, 0, v))))
+	}
+	eventually(t, "the leader to take acks=all with the full ISR", func() bool {
+		code, _ := produce(-1, "a") // NOT_LEADER until it has taken its role
+		return code == 0
+	})
+	c.stop(follower)
+	eventually(t, "the ISR to shrink to the leader", func() bool {
+		return slices.Equal(c.isrPartition(leader, "below", 0).ISR, []uint64{leader})
+	})
+	eventually(t, "the leader to take the shrunk ISR", func() bool {
+		return len(c.nodes[leader].replicaFor("below", 0).lead.describe().ISR) == 1
+	})
+	if code, _ := produce(-1, "refused"); code != kerr.NotEnoughReplicas.Code {
+		t.Errorf("acks=all below min.insync.replicas: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
+	}
+	if code, off := produce(1, "b"); code != 0 || off != 1 {
+		t.Errorf("acks=1 below min.insync.replicas: %v at %d, want offset 1", kerr.ErrorForCode(code), off)
+	}
+	c.start(follower)
+	eventually(t, "the follower to rejoin the ISR", func() bool {
+		return len(c.isrPartition(leader, "below", 0).ISR) == 2
+	})
+	eventually(t, "acks=all to write again", func() bool {
+		code, _ := produce(-1, "c")
+		return code == 0
+	})
+	vals := []string{}
+	for _, r := range consumeAll(t, c, "below", 0, 3) {
+		vals = append(vals, string(r.Value))
+	}
+	if !slices.Equal(vals[:2], []string{"a", "b"}) || slices.Contains(vals, "refused") {
+		t.Errorf("the log holds %q, want a, b, then c (the refused batch never appended)", vals)
+	}
 }

@@ -165,13 +165,19 @@ func (r *isrReplication) AdvanceStart(_ context.Context, offset int64) error {
 // isrAppend is a batch in the leader's log (or refused: Result's Err).
 type isrAppend struct{ a *isr.Appended }
 
-// Appended knows the offset at once. A refused batch reports -1, so that
-// Committed answers the refusal with its message.
-func (a *isrAppend) Appended(context.Context) (int64, error) {
-	if pr := a.a.Result(); pr.Err == nil {
-		return pr.Base, nil
+// Appended knows the offset at once; under flush.messages=1 it waits for
+// the batch's fsync first (Durable), as Kafka's acks=1 does. A refused
+// batch reports -1, so that Committed answers the refusal with its
+// message.
+func (a *isrAppend) Appended(ctx context.Context) (int64, error) {
+	pr := a.a.Result()
+	if pr.Err != nil {
+		return -1, nil
 	}
-	return -1, nil
+	if err := a.a.Durable(ctx); err != nil {
+		return -1, classifyISR(err)
+	}
+	return pr.Base, nil
 }
 
 // Committed waits for the HW to pass the batch; a refused batch answers at
