@@ -256,3 +256,82 @@ func TestISR_BelowMinISRRefusesAcksAll(t *testing.T) {
 		t.Errorf("the log holds %q, want a, b, then c (the refused batch never appended)", vals)
 	}
 }
+
+// DeleteRecords on an ISR topic moves the leader's log start, and every
+// follower follows it as it fetches; retention.bytes does the same from
+// the leader's retention loop.
+func TestISR_DeleteRecordsAndRetention(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.RetentionCheckInterval = 100 * time.Millisecond })
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	createISRTopic(t, cl, "dr", 1, 3, 2)
+	produceSync(t, cl, "dr", 0, "a", "b", "c", "d", "e")
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "dr", Partition: 0, At: 3})
+	if drs, err := kadm.NewClient(cl).DeleteRecords(testCtx(t), offs); err != nil || drs.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, drs.Error())
+	}
+	c.everyLog(t, "every replica to move its log start to 3", "dr", 0, func(l *partition.Log) bool { return l.StartOffset() == 3 })
+	if recs := consumeFrom(t, c, "dr", 0, 3, 2); string(recs[0].Value) != "d" || recs[0].Offset != 3 {
+		t.Errorf("first record from the new start is %q at %d, want d at 3", recs[0].Value, recs[0].Offset)
+	}
+
+	// Small segments and retention.bytes of one segment: the leader drops
+	// whole old segments, and the followers follow its log start.
+	seg, keep := "1024", "1024"
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(testCtx(t), []kadm.AlterConfig{
+		{Name: "segment.bytes", Value: &seg}, {Name: "retention.bytes", Value: &keep}}, "dr"); err != nil {
+		t.Fatal(err)
+	}
+	c.everyLog(t, "every replica to take the new segment size", "dr", 0, func(l *partition.Log) bool { return l.Limits().SegmentBytes == 1024 })
+	for i := range 60 {
+		produceSync(t, cl, "dr", 0, fmt.Sprintf("%060d", i)) // a batch each, several to a segment
+	}
+	c.everyLog(t, "retention to move every replica's log start past 30", "dr", 0, func(l *partition.Log) bool { return l.StartOffset() > 30 })
+}
+
+// consumeFrom reads want records of topic partition p from offset at.
+func consumeFrom(t *testing.T, c *testCluster, topic string, p int32, at int64, want int) []*kgo.Record {
+	t.Helper()
+	cl := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(at)}}))
+	ctx := testCtx(t)
+	var out []*kgo.Record
+	for len(out) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records", len(out), want)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// Leader balance gives an ISR partition back to its preferred replica by
+// a preferred election in group 0, once that replica is back in the ISR.
+func TestISR_LeaderBalanceElectsThePreferredReplica(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderBalanceInterval = 200 * time.Millisecond })
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	createISRTopic(t, cl, "bal", 1, 3, 1)
+	preferred := c.isrPartition(1, "bal", 0).Replicas[0]
+	other := preferred%3 + 1
+	if got := c.isrLeader(t, other, "bal", 0); got != preferred {
+		t.Fatalf("node %d leads a new partition, want its preferred replica %d", got, preferred)
+	}
+	produceSync(t, cl, "bal", 0, "a")
+	c.stop(preferred)
+	eventually(t, "another replica to lead", func() bool {
+		l := c.isrPartition(other, "bal", 0).Leader
+		return l != 0 && l != preferred
+	})
+	produceSync(t, cl, "bal", 0, "b")
+	c.start(preferred)
+	eventually(t, "the preferred replica to lead again", func() bool {
+		p := c.isrPartition(other, "bal", 0)
+		return p.Leader == preferred && slices.Contains(p.ISR, preferred)
+	})
+	produceSync(t, cl, "bal", 0, "c")
+	for i, r := range consumeAll(t, c, "bal", 0, 3) {
+		if want := []string{"a", "b", "c"}[i]; string(r.Value) != want || r.Offset != int64(i) {
+			t.Errorf("record %d is %q at %d, want %q", i, r.Value, r.Offset, want)
+		}
+	}
+}
