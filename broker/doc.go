@@ -21,13 +21,19 @@
 //
 // The Kafka API files see a data partition only through the replication
 // interface (replication.go): leadership (leader, epoch, settling), the
-// local partition.Log, an Append with an appended and a committed stage,
-// AdvanceStart, TransferLeadership, epochs and CaughtUp. The raft mode
-// implements it in replication_raft.go, the only place that turns a raft
-// term into a leader epoch and raftgroup's errors into the broker's;
-// arch_test.go keeps raft out of every other broker file but the node's
-// wiring and control plane. Fakes of it (replication_fake_test.go) test
-// produce, fetch and ListOffsets on their own.
+// local partition.Log, an Append (told whether the producer waits for the
+// commit) with an appended and a committed stage, AdvanceStart,
+// TransferLeadership, epochs and CaughtUp. The raft mode implements it in
+// replication_raft.go, the only place that turns a raft term into a leader
+// epoch and raftgroup's errors into the broker's; arch_test.go keeps raft
+// out of every other broker file but the node's wiring and control plane.
+// The ISR mode (replication.mode=isr) implements it in
+// replication_isr.go over an isr.Partition, the only place that maps
+// isr's errors; isr_node.go wires the node's isr.Manager (made at first
+// need) to the peer transport's fetch stream and to group 0, through
+// which the ISR leader proposes AlterPartition. Fakes of the seam
+// (replication_fake_test.go) test produce, fetch and ListOffsets on their
+// own.
 //
 // A replica is of one of two kinds (replica.go): a data partition, or a
 // __consumer_offsets partition, whose raft group applies to the consumer
@@ -43,12 +49,20 @@
 //
 // # Leadership
 //
-// Each partition's leader is its raft group's leader and the leader epoch
-// is the raft term. Nodes that host a replica know it from their raft
-// status; every other node learns it from leadership hints that leaders
-// propose to the metadata group (loops.go). Metadata answers may lag an
-// election by a moment; clients retry on NOT_LEADER_OR_FOLLOWER, which
-// carries the new leader (KIP-951) where known.
+// A raft partition's leader is its raft group's leader and the leader
+// epoch is the raft term. Nodes that host a replica know it from their
+// raft status; every other node learns it from leadership hints that
+// leaders propose to the metadata group (loops.go). Metadata answers may
+// lag an election by a moment; clients retry on NOT_LEADER_OR_FOLLOWER,
+// which carries the new leader (KIP-951) where known.
+//
+// An ISR partition's leader, leader epoch and ISR are group 0's: it
+// elects them at apply, and every node answers Metadata and
+// DescribeTopicPartitions from its metadata (metadata_isr.go, leaderOf).
+// Reconcile passes each change to the local replica (isr.State), which
+// then leads, follows or waits; no hint is proposed for it, and leader
+// balance moves it by a preferred election (ElectLeaders) once its
+// preferred replica is back in the ISR.
 //
 // Topic configs: every node applies a topic's configs to its open
 // replicas whenever the metadata changes (reconcile.go,
@@ -93,6 +107,12 @@
 // # Lock order
 //
 // The lock order is DESIGN.md's ("Lock order"): produceMu -> projMu ->
-// raftgroup; producerIDs.mu is held across a metadata proposal; Node.mu is
-// a leaf.
+// raftgroup; produceMu -> isr.Partition's lock -> partition.Log.writeMu;
+// producerIDs.mu is held across a metadata proposal; Node.mu and
+// isrSide.mu are leaves.
+//
+// Close stops the ISR side after the replicas: every isr.Partition is
+// closed (closeReplicas), then the manager, then the AlterPartition
+// proposals still under way are waited for (they end with the node's
+// context).
 package broker
