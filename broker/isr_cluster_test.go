@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -334,4 +336,57 @@ func TestISR_LeaderBalanceElectsThePreferredReplica(t *testing.T) {
 			t.Errorf("record %d is %q at %d, want %q", i, r.Value, r.Offset, want)
 		}
 	}
+}
+
+// An ISR topic through its life: partitions added, every node restarted
+// (the replicas reopen their logs and take their roles from group 0
+// again), then deleted, which removes every replica.
+func TestISR_TopicLifecycle(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	adm := kadm.NewClient(cl)
+	createISRTopic(t, cl, "life", 1, 3, 2)
+	produceSync(t, cl, "life", 0, "a", "b")
+	if _, err := adm.CreatePartitions(testCtx(t), 1, "life"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a leader of the new partition", func() bool { return c.isrPartition(1, "life", 1).Leader != 0 })
+	// A new client: kgo learns new partitions only at its next refresh.
+	produceSync(t, c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())), "life", 1, "x")
+	c.restartAll()
+	cl2 := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceSync(t, cl2, "life", 0, "c")
+	produceSync(t, cl2, "life", 1, "y")
+	for p, want := range [][]string{{"a", "b", "c"}, {"x", "y"}} {
+		var got []string
+		for _, r := range consumeAll(t, c, "life", int32(p), len(want)) {
+			got = append(got, string(r.Value))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("partition %d after the restart holds %q, want %q", p, got, want)
+		}
+		c.everyLog(t, "every replica to hold the records below its high watermark", "life", int32(p), func(l *partition.Log) bool {
+			return l.HighWatermark() == int64(len(want))
+		})
+	}
+	groups := []uint64{c.isrPartition(1, "life", 0).Group, c.isrPartition(1, "life", 1).Group}
+	if _, err := adm.DeleteTopics(testCtx(t), "life"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted topic's replicas and their data to go", func() bool {
+		for id, n := range c.nodes {
+			for _, gid := range groups {
+				if n.replicaByGroup(gid) != nil {
+					return false
+				}
+			}
+			for p := range int32(2) {
+				if _, err := os.Stat(n.logDir("life", p)); !errors.Is(err, os.ErrNotExist) {
+					t.Logf("node %d still has %s", id, n.logDir("life", p))
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
