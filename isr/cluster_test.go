@@ -124,13 +124,14 @@ func (c *testCluster) stateFor(id uint64) State {
 		MinISR: int(t.ConfigInt("min.insync.replicas")), BrokerEpoch: epoch}
 }
 
-func (c *testCluster) running() []*testNode {
+// running returns a copy of each running node, taken under netMu.
+func (c *testCluster) running() []testNode {
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
-	var out []*testNode
+	var out []testNode
 	for _, n := range c.nodes {
 		if n.m != nil {
-			out = append(out, n)
+			out = append(out, *n)
 		}
 	}
 	return out
@@ -195,7 +196,7 @@ func (c *testCluster) kill(id uint64) {
 func (c *testCluster) restart(id uint64) {
 	c.t.Helper()
 	c.start(id)
-	n := c.nodes[id]
+	n := c.node(id)
 	c.mustApply(&coordinator.Command{RegisterBroker: &coordinator.Broker{ID: id, KafkaAddr: fmt.Sprintf("h:%d", id), Incarnation: fmt.Sprint(id), StartID: fmt.Sprintf("start-%d", n.starts)}})
 }
 
@@ -259,10 +260,11 @@ func (c *testCluster) propose(it coordinator.AlterPartitionItem) <-chan coordina
 	return ch
 }
 
-func (c *testCluster) node(id uint64) *testNode {
+// node returns a copy of node id, taken under netMu.
+func (c *testCluster) node(id uint64) testNode {
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
-	return c.nodes[id]
+	return *c.nodes[id]
 }
 
 // eventually retries cond until it holds or a few seconds pass.
