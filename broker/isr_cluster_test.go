@@ -236,6 +236,13 @@ func TestISR_BelowMinISRRefusesAcksAll(t *testing.T) {
 	eventually(t, "the leader to take the shrunk ISR", func() bool {
 		return len(c.nodes[leader].replicaFor("below", 0).lead.describe().ISR) == 1
 	})
+	m := c.nodes[leader].metrics
+	if got := gaugeValue(t, m.reg, "raftq_under_replicated_partitions"); got != 1 {
+		t.Errorf("raftq_under_replicated_partitions = %v on the leader of the shrunk ISR, want 1", got)
+	}
+	if got := counterValue(t, m.isrChanges.WithLabelValues("shrink")); got < 1 {
+		t.Errorf(`raftq_isr_changes_total{direction="shrink"} = %v, want at least 1`, got)
+	}
 	if code, _ := produce(-1, "refused"); code != kerr.NotEnoughReplicas.Code {
 		t.Errorf("acks=all below min.insync.replicas: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
 	}
@@ -250,6 +257,12 @@ func TestISR_BelowMinISRRefusesAcksAll(t *testing.T) {
 		code, _ := produce(-1, "c")
 		return code == 0
 	})
+	eventually(t, "the leader to count the expansion and no under-replication", func() bool {
+		return counterValue(t, m.isrChanges.WithLabelValues("expand")) >= 1 && gaugeValue(t, m.reg, "raftq_under_replicated_partitions") == 0
+	})
+	if n := histCount(t, c.nodes[follower].metrics.followerFetch.WithLabelValues("ok")); n == 0 {
+		t.Error("the follower timed no fetch (raftq_isr_follower_fetch_seconds)")
+	}
 	vals := []string{}
 	for _, r := range consumeAll(t, c, "below", 0, 3) {
 		vals = append(vals, string(r.Value))

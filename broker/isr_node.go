@@ -60,7 +60,10 @@ func (n *Node) isrManager() (*isr.Manager, error) {
 	cfg.Propose = n.proposeAlter
 	cfg.Eligible = n.isrEligible
 	cfg.BrokerEpoch = n.brokerEpoch
-	cfg.Hooks = isr.Hooks{ISRChange: n.metrics.isrChanged, FollowerFetch: n.metrics.followerFetched}
+	// ISR changes are counted from the metadata (updateISR): the hook
+	// sees only those answered to this leader's own proposals, and not
+	// when the metadata update reaches the replica first.
+	cfg.Hooks = isr.Hooks{FollowerFetch: n.metrics.followerFetched}
 	cfg.Logger = n.log.With("component", "isr")
 	m, err := isr.NewManager(cfg)
 	if err != nil {
@@ -218,8 +221,14 @@ func (n *Node) electPreferred(ctx context.Context, gid uint64) error {
 // updateISR passes group 0's state of an ISR partition to its replica
 // here (a no-op for a raft replica).
 func (n *Node) updateISR(r *replica, s *coordinator.State, ref coordinator.PartitionRef) {
-	if ir := r.isr(); ir != nil {
-		ir.p.Update(isrState(s, ref, n.cfg.NodeID))
+	ir := r.isr()
+	if ir == nil {
+		return
+	}
+	st := isrState(s, ref, n.cfg.NodeID)
+	ir.p.Update(st)
+	if changed, expand := ir.isrChange(st, n.cfg.NodeID); changed {
+		n.metrics.isrChanged(r.gid, expand)
 	}
 }
 

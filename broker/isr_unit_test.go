@@ -242,3 +242,28 @@ func TestDescribeTopicPartitions_ISRAndELR(t *testing.T) {
 		t.Fatalf("second page %+v, want topic t's partition and no cursor", second)
 	}
 }
+
+// ISR changes count only within an epoch this node leads: a new epoch or
+// another node's leadership is no change.
+func TestISRReplication_CountsISRChangesOfItsEpoch(t *testing.T) {
+	r := &isrReplication{}
+	st := func(leader uint64, epoch int32, ids ...uint64) isr.State {
+		return isr.State{Leader: leader, LeaderEpoch: epoch, ISR: ids}
+	}
+	for i, c := range []struct {
+		s               isr.State
+		changed, expand bool
+	}{
+		{st(1, 1, 1, 2, 3), false, false}, // first state
+		{st(1, 1, 1, 2), true, false},     // shrink
+		{st(1, 1, 1, 2), false, false},    // the same again
+		{st(1, 1, 1, 2, 3), true, true},   // expand
+		{st(1, 2, 1, 3), false, false},    // a new epoch
+		{st(2, 3, 2, 3), false, false},    // another leader
+		{st(2, 3, 2), false, false},       // its shrink is not ours
+	} {
+		if changed, expand := r.isrChange(c.s, 1); changed != c.changed || expand != c.expand {
+			t.Errorf("step %d (%+v): changed %v expand %v, want %v %v", i, c.s, changed, expand, c.changed, c.expand)
+		}
+	}
+}

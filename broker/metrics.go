@@ -26,7 +26,7 @@ type metrics struct {
 	walSync     prometheus.Histogram
 	produceRecs prometheus.Counter
 	replicate   *prometheus.HistogramVec
-	// ISR mode (the isr.Manager's Hooks).
+	// ISR mode: ISR changes (reconcile) and follower fetches (isr.Hooks).
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
 }
@@ -58,7 +58,7 @@ func newMetrics() *metrics {
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
 	}, []string{"until"})
 	m.isrChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "raftq_isr_changes_total", Help: "Committed ISR changes of the ISR partitions this node leads, by direction: expand or shrink (Kafka's IsrExpandsPerSec and IsrShrinksPerSec).",
+		Name: "raftq_isr_changes_total", Help: "ISR changes group 0 committed (the leader's AlterPartition, or fencing a dead broker) within a leader epoch of an ISR partition this node leads, by direction: expand or shrink (Kafka's IsrExpandsPerSec and IsrShrinksPerSec).",
 	}, []string{"direction"})
 	m.followerFetch = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "raftq_isr_follower_fetch_seconds", Help: "Round trips of this node's ISR follower fetches to their leaders (long polls included), by outcome: ok or failed.",
@@ -98,7 +98,7 @@ func (m *metrics) registerWAL(host func() raftgroup.Metrics) {
 	)
 }
 
-// isrChanged counts a committed ISR change (isr.Hooks.ISRChange).
+// isrChanged counts a committed ISR change of a partition this node leads.
 func (m *metrics) isrChanged(_ uint64, expand bool) {
 	d := "shrink"
 	if expand {

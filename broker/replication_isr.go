@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,23 @@ type isrReplication struct {
 	// electPreferred asks group 0 to elect the preferred replica
 	// (ElectLeaders{Preferred}); nil when nothing can propose (tests).
 	electPreferred func(ctx context.Context) error
+
+	// last is the state reconcile passed last (reconcile's goroutine
+	// only), to count the ISR changes of an epoch this node leads.
+	last isr.State
+}
+
+// isrChange compares s with the state last passed: whether the ISR of an
+// epoch this node (self) leads grew or shrank, as group 0 committed it
+// (the leader's own AlterPartition or a fencing). A new epoch is no
+// change. It then remembers s.
+func (r *isrReplication) isrChange(s isr.State, self uint64) (changed, expand bool) {
+	prev := r.last
+	r.last = s
+	if s.Leader != self || prev.Leader != self || s.LeaderEpoch != prev.LeaderEpoch || slices.Equal(prev.ISR, s.ISR) {
+		return false, false
+	}
+	return true, len(s.ISR) > len(prev.ISR)
 }
 
 // classifyISR wraps an isr failure in the broker's error for it. Kafka
