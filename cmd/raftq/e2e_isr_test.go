@@ -39,6 +39,16 @@ func (tc topicConfigs) with(extra map[string]*string) map[string]*string {
 	return out
 }
 
+// plus returns tc with key set to value.
+func (tc topicConfigs) plus(key, value string) topicConfigs {
+	out := maps.Clone(tc)
+	if out == nil {
+		out = topicConfigs{}
+	}
+	out[key] = value
+	return out
+}
+
 // arg is tc as one KEY=VALUE,... argument ("" when empty).
 func (tc topicConfigs) arg() string {
 	var kvs []string
@@ -59,35 +69,47 @@ func TestE2E_ClientsISR(t *testing.T) { runClients(t, isrTopic) }
 // ISR, the franz-go producer carries on, every acknowledged record is in
 // the log once and in send order, and the killed node, restarted, catches
 // up by fetching until its segments hold the same bytes as the others'.
+// It runs with Kafka's default flush policy (none) and with
+// flush.messages=1 (an fsync before a batch counts).
 func TestE2E_LeaderKillISR(t *testing.T) {
-	runLeaderKillWith(t, shortFailover, 1, isrTopic)
+	t.Run("no-flush", func(t *testing.T) { runLeaderKillWith(t, shortFailover, 1, isrTopic) })
+	t.Run("flush-messages-1", func(t *testing.T) {
+		runLeaderKillWith(t, shortFailover, 1, isrTopic.plus("flush.messages", "1"))
+	})
 }
 
 // checkMode fails t unless every node's replicas of topic replicate in
 // mode (the status's mode), so that a test of a mode cannot pass on the
-// other.
+// other. It waits for the replicas to open: CreateTopics answers once
+// group 0 has placed an ISR topic, before the nodes host it.
 func checkMode(t *testing.T, c *chaos.Cluster, topic, mode string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	seen := 0
-	for _, id := range c.NodeIDs() {
-		s, err := nodeStatus(ctx, c, id)
-		if err != nil {
-			t.Fatalf("status of node %d: %v", id, err)
-		}
-		for _, p := range s.Partitions {
-			if p.Topic != topic {
-				continue
+	var wrong []string
+	waitFor(t, 30*time.Second, "every node to host "+topic, func(ctx context.Context) bool {
+		wrong = wrong[:0]
+		for _, id := range c.NodeIDs() {
+			s, err := nodeStatus(ctx, c, id)
+			if err != nil {
+				return false
 			}
-			seen++
-			if p.Mode != mode {
-				t.Errorf("node %d replicates %s-%d in mode %q, want %q", id, topic, p.Partition, p.Mode, mode)
+			seen := 0
+			for _, p := range s.Partitions {
+				if p.Topic != topic {
+					continue
+				}
+				seen++
+				if p.Mode != mode {
+					wrong = append(wrong, fmt.Sprintf("node %d replicates %s-%d in mode %q", id, topic, p.Partition, p.Mode))
+				}
+			}
+			if seen == 0 {
+				return false
 			}
 		}
-	}
-	if seen == 0 {
-		t.Errorf("no node hosts %s", topic)
+		return true
+	})
+	for _, w := range wrong {
+		t.Errorf("%s, want %q", w, mode)
 	}
 }
 
