@@ -39,6 +39,9 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDevNodes(*dataDir, *nodes); err != nil {
+		return err
+	}
 	dir, cleanup, err := devDataDir(*dataDir)
 	if err != nil {
 		return err
