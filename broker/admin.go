@@ -18,7 +18,7 @@ func (n *Node) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listen %s: %w", n.cfg.AdminAddr, err)
 	}
-	n.metrics.reg.MustRegister(partitionCollector{n})
+	n.metrics.reg.MustRegister(partitionCollector{n}, dashboardCollector{n})
 	n.metrics.registerWAL(n.host.Metrics)
 	n.metrics.registerOffline(func() int { return len(n.offlineReplicas()) })
 	mux := http.NewServeMux()
