@@ -29,7 +29,7 @@ func (n *Node) startAdmin() error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/v1/status", n.serveStatus)
-	mux.HandleFunc("/", n.serveIndex)
+	mux.Handle("/", n.adminRoot())
 	n.adminLn = ln
 	n.admin = &http.Server{Handler: mux}
 	n.wg.Add(1)

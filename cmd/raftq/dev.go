@@ -29,6 +29,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	async := fs.Bool("async-writes", broker.DefaultConfig().AsyncStorageWrites, asyncUsage)
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
 	logLevel := fs.String("log-level", "warn", "node log level")
+	cons := bindConsoleFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if *dataDir == "" {
 		defer removeOnForcedQuit(ctx, e, dir)()
 	}
-	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
+	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level, cons)
 	defer stop()
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ type devStorage struct {
 
 // startDevNodes starts the nodes; stop closes those it started, even
 // when it fails.
-func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) (nodes []*broker.Node, stop func(), err error) {
+func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level, cons *consoleFlags) (nodes []*broker.Node, stop func(), err error) {
 	cluster := map[uint64]string{}
 	for i := 1; i <= count; i++ {
 		cluster[uint64(i)] = fmt.Sprintf("127.0.0.1:%d", base+100+i-1)
@@ -140,6 +141,7 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		if err != nil {
 			return nodes, stop, err
 		}
+		cfg.Console = cons.hook(logger)
 		n, closeNode, err := openNode(cfg)
 		if err != nil {
 			return nodes, stop, fmt.Errorf("node %d: %w", i, devPortTaken(err, cfg, base))
