@@ -207,7 +207,9 @@ func TestConsole_PartitionAndGroup(t *testing.T) {
 	}
 	commit := map[string]map[int32]kgo.EpochOffset{"orders": {0: {Epoch: -1, Offset: 5}}}
 	var commitErr error
-	gcl.CommitOffsetsSync(ctx, commit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) { commitErr = err })
+	gcl.CommitOffsetsSync(ctx, commit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+		commitErr = err
+	})
 	if commitErr != nil {
 		t.Fatal(commitErr)
 	}
