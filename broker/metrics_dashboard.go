@@ -63,7 +63,7 @@ func (p countedPending) Result() (kmsg.Response, error) {
 	resp, err := p.Pending.Result()
 	if resp != nil {
 		api := kmsg.NameForKey(p.key)
-		forEachErrorCode(reflect.ValueOf(resp), func(code int16) {
+		forEachErrorCode(resp, func(code int16) {
 			p.d.errors.WithLabelValues(api, errorName(code)).Inc()
 		})
 	}
@@ -79,33 +79,114 @@ func errorName(code int16) string {
 	return strconv.Itoa(int(code))
 }
 
-// forEachErrorCode calls fn for every non-zero ErrorCode field in v, a
-// kmsg response, at any depth. Record bytes are []byte and are skipped.
-func forEachErrorCode(v reflect.Value, fn func(int16)) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			forEachErrorCode(v.Elem(), fn)
+// forEachErrorCode calls fn for every non-zero ErrorCode field in resp,
+// at any depth: by hand for Produce and Fetch, which every client sends
+// all the time, and by a walk compiled once per response type for the
+// rest. Record bytes are []byte and are never walked.
+func forEachErrorCode(resp kmsg.Response, fn func(int16)) {
+	code := func(c int16) {
+		if c != 0 {
+			fn(c)
 		}
-	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			f := v.Field(i)
-			if t.Field(i).Name == "ErrorCode" && f.Kind() == reflect.Int16 {
-				if c := int16(f.Int()); c != 0 {
-					fn(c)
-				}
-				continue
+	}
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				code(r.Topics[i].Partitions[j].ErrorCode)
 			}
-			if k := f.Kind(); k == reflect.Struct || k == reflect.Pointer || k == reflect.Slice && f.Type().Elem().Kind() != reflect.Uint8 {
-				forEachErrorCode(f, fn)
+		}
+	case *kmsg.FetchResponse:
+		code(r.ErrorCode)
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				code(r.Topics[i].Partitions[j].ErrorCode)
+			}
+		}
+	default:
+		v := reflect.ValueOf(resp)
+		walkOf(v.Type())(v, fn)
+	}
+}
+
+// walk calls fn for the non-zero error codes in a value of one type.
+type walk func(v reflect.Value, fn func(int16))
+
+var walks sync.Map // reflect.Type -> walk
+
+func walkOf(t reflect.Type) walk {
+	if w, ok := walks.Load(t); ok {
+		return w.(walk)
+	}
+	w := compileWalk(t)
+	walks.Store(t, w)
+	return w
+}
+
+func noWalk(reflect.Value, func(int16)) {}
+
+// compileWalk builds t's walk; types without error codes get noWalk.
+func compileWalk(t reflect.Type) walk {
+	switch t.Kind() {
+	case reflect.Pointer:
+		elem := compileWalk(t.Elem())
+		if isNoWalk(elem) {
+			return noWalk
+		}
+		return func(v reflect.Value, fn func(int16)) {
+			if !v.IsNil() {
+				elem(v.Elem(), fn)
 			}
 		}
 	case reflect.Slice:
-		for i := range v.Len() {
-			forEachErrorCode(v.Index(i), fn)
+		if t.Elem().Kind() == reflect.Uint8 {
+			return noWalk
+		}
+		elem := compileWalk(t.Elem())
+		if isNoWalk(elem) {
+			return noWalk
+		}
+		return func(v reflect.Value, fn func(int16)) {
+			for i := range v.Len() {
+				elem(v.Index(i), fn)
+			}
+		}
+	case reflect.Struct:
+		var codes []int
+		type sub struct {
+			i int
+			w walk
+		}
+		var subs []sub
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Name == "ErrorCode" && f.Type.Kind() == reflect.Int16 {
+				codes = append(codes, i)
+				continue
+			}
+			if w := compileWalk(f.Type); !isNoWalk(w) {
+				subs = append(subs, sub{i, w})
+			}
+		}
+		if len(codes) == 0 && len(subs) == 0 {
+			return noWalk
+		}
+		return func(v reflect.Value, fn func(int16)) {
+			for _, i := range codes {
+				if c := int16(v.Field(i).Int()); c != 0 {
+					fn(c)
+				}
+			}
+			for _, s := range subs {
+				s.w(v.Field(s.i), fn)
+			}
 		}
 	}
+	return noWalk
+}
+
+func isNoWalk(w walk) bool {
+	return reflect.ValueOf(w).Pointer() == reflect.ValueOf(walk(noWalk)).Pointer()
 }
 
 // produced counts the batches of every partition the response accepted.

@@ -2,13 +2,18 @@ package broker
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/transport/kafka"
 )
 
 // gathered returns the value of the node's metric name with exactly these
@@ -130,5 +135,72 @@ func TestBatchRecords(t *testing.T) {
 	}
 	if got := batchRecords(nil); got != 0 {
 		t.Errorf("nothing: %d records", got)
+	}
+}
+
+// BenchmarkCountedFetchResponse is what counting error codes adds to
+// each Fetch response: a walk of a 16-partition response.
+func BenchmarkCountedFetchResponse(b *testing.B) {
+	d := newDashboard(prometheus.NewRegistry())
+	resp := kmsg.NewPtrFetchResponse()
+	for ti := range 2 {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = "t" + strconv.Itoa(ti)
+		for p := range 8 {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.RecordBatches = int32(p), make([]byte, 16<<10)
+			if p == 7 {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	p := countedPending{kafka.Ready(resp), d, kmsg.Fetch.Int16()}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = p.Result()
+	}
+}
+
+// Error codes are found at every depth, by hand and by the compiled walk.
+func TestForEachErrorCode(t *testing.T) {
+	commit := kmsg.NewPtrOffsetCommitResponse()
+	for _, codes := range [][]int16{{0, kerr.RebalanceInProgress.Code}, {kerr.UnknownTopicOrPartition.Code}} {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		for _, c := range codes {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.ErrorCode = c
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		commit.Topics = append(commit.Topics, rt)
+	}
+	produce := kmsg.NewPtrProduceResponse()
+	pt := kmsg.NewProduceResponseTopic()
+	for _, c := range []int16{kerr.NotLeaderForPartition.Code, 0, kerr.NotLeaderForPartition.Code} {
+		pp := kmsg.NewProduceResponseTopicPartition()
+		pp.ErrorCode = c
+		pt.Partitions = append(pt.Partitions, pp)
+	}
+	produce.Topics = append(produce.Topics, pt)
+	hb := kmsg.NewPtrHeartbeatResponse()
+	hb.ErrorCode = kerr.IllegalGeneration.Code
+	for _, c := range []struct {
+		resp kmsg.Response
+		want []int16
+	}{
+		{commit, []int16{kerr.RebalanceInProgress.Code, kerr.UnknownTopicOrPartition.Code}},
+		{produce, []int16{kerr.NotLeaderForPartition.Code, kerr.NotLeaderForPartition.Code}},
+		{hb, []int16{kerr.IllegalGeneration.Code}},
+		{kmsg.NewPtrApiVersionsResponse(), nil},
+	} {
+		var got []int16
+		for range 2 { // the second walk is the cached one
+			got = got[:0]
+			forEachErrorCode(c.resp, func(code int16) { got = append(got, code) })
+		}
+		if len(got) != len(c.want) || (len(got) > 0 && (got[0] != c.want[0] || got[len(got)-1] != c.want[len(c.want)-1])) {
+			t.Errorf("%T: codes %v, want %v", c.resp, got, c.want)
+		}
 	}
 }
