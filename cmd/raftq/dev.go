@@ -225,8 +225,9 @@ func (b devBanner) String() string {
 
   bootstrap servers   %s
   admin               %s
+  web console         %[11]s (any node's admin address)
 
-%s
+%[5]s
   %[6]s topic create demo --partitions 3 --brokers %[3]s
   echo hello | %[6]s produce demo --brokers %[3]s
   %[6]s consume demo --brokers %[3]s
@@ -239,7 +240,7 @@ For the raftq commands without --brokers and --admin (flags still win):
   export %[9]s=%[3]s %[10]s=%[8]s
 
 Ctrl-C stops the cluster.
-`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin)
+`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin, urls[0])
 }
 
 // selfCommand is how the banner tells the user to run raftq again: "go

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -152,6 +153,20 @@ func TestE2E_ConsoleInBrowser(t *testing.T) {
 		if !strings.Contains(dom, want) {
 			t.Errorf("console overview in the browser lacks %q", want)
 		}
+	}
+	// Without JavaScript (a plain GET, as a browser with scripts off
+	// gets it) the page is all there, only not refreshed.
+	resp, err := http.Get("http://" + admins[2] + "/topics/" + topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	static, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := domLeaders(static, topic); len(got) != 3 {
+		t.Errorf("the topic page without JavaScript shows leaders %v, want 3 partitions'", got)
 	}
 	// console.js counts its in-place refreshes on <body>.
 	if m := regexp.MustCompile(`<body[^>]*data-refreshes="(\d+)"`).FindStringSubmatch(dom); m == nil || m[1] == "0" {
