@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -185,13 +186,15 @@ func (c *Console) lastRecords(ctx context.Context, topic string, partition int32
 	defer cl.Close()
 	var out []recordView
 	for len(out) == 0 || out[len(out)-1].Offset < end-1 {
-		fs := cl.PollFetches(ctx)
+		// A poll that brings nothing once some records came means the
+		// rest are not there (retention moved the start, or a gap).
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.NodeTimeout/2)
+		fs := cl.PollFetches(pctx)
+		cancel()
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("read %s-%d from %d: %w", topic, partition, start, ctx.Err())
 		}
-		if err := fs.Err0(); err != nil {
-			return out, fmt.Errorf("read %s-%d: %w", topic, partition, err)
-		}
+		n := len(out)
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset >= end {
 				return
@@ -202,6 +205,12 @@ func (c *Console) lastRecords(ctx context.Context, topic string, partition int32
 			}
 			out = append(out, rv)
 		})
+		if err := fs.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return out, fmt.Errorf("read %s-%d: %w", topic, partition, err)
+		}
+		if len(out) == n && n > 0 {
+			break
+		}
 	}
 	slices.Reverse(out) // newest first
 	return out, nil
