@@ -28,9 +28,12 @@ func checkDevNodes(dir string, nodes int) error {
 	if len(ids) == nodes && ids[len(ids)-1] == nodes {
 		return nil
 	}
-	made := len(ids)
-	if last := ids[len(ids)-1]; last > made {
-		made = last // a node dir lost on the way: it still had this many
+	made := max(len(ids), ids[len(ids)-1]) // a lost node dir still counts
+	if made == nodes {
+		// A node whose dir is gone would come back empty under its old
+		// id, which its peers refuse.
+		return fmt.Errorf("data dir %s holds %d of the %d node dirs of its dev cluster (node dirs %v): a node cannot start again without its own; give another --data-dir (or remove this one)",
+			dir, len(ids), made, ids)
 	}
 	return fmt.Errorf("data dir %s holds a %d-node dev cluster (node dirs %v), not %d: run raftq dev --nodes %d --data-dir %s, or give another --data-dir (or remove this one) for %d nodes",
 		dir, made, ids, nodes, made, dir, nodes)

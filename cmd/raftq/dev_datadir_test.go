@@ -43,7 +43,8 @@ func TestCheckDevNodes(t *testing.T) {
 		{[]int{1}, 1, ""},
 		{[]int{1, 2, 3}, 1, "holds a 3-node dev cluster (node dirs [1 2 3]), not 1: run raftq dev --nodes 3 --data-dir"},
 		{[]int{1, 2, 3}, 5, "holds a 3-node dev cluster (node dirs [1 2 3]), not 5: run raftq dev --nodes 3 --data-dir"},
-		{[]int{1, 3}, 3, "holds a 3-node dev cluster (node dirs [1 3]), not 3"},
+		{[]int{1, 3}, 3, "holds 2 of the 3 node dirs of its dev cluster (node dirs [1 3]): a node cannot start again without its own"},
+		{[]int{1, 3}, 5, "holds a 3-node dev cluster (node dirs [1 3]), not 5: run raftq dev --nodes 3"},
 	} {
 		dir := t.TempDir()
 		for _, id := range c.made {
