@@ -25,6 +25,7 @@ type metrics struct {
 	walSync     prometheus.Histogram
 	produceRecs prometheus.Counter
 	replicate   *prometheus.HistogramVec
+	dash        *dashboard // metrics_dashboard.go
 }
 
 var _ kafka.Observer = (*metrics)(nil)
@@ -55,6 +56,7 @@ func newMetrics() *metrics {
 	}, []string{"until"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.dash = newDashboard(m.reg)
 	return m
 }
 
@@ -92,7 +94,8 @@ func (m *metrics) RequestDone(_ *kafka.Conn, key, _ int16, outcome kafka.Outcome
 	m.latency.WithLabelValues(api).Observe(latency.Seconds())
 }
 
-func (m *metrics) countProduce(resp *kmsg.ProduceResponse) {
+func (m *metrics) countProduce(r *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+	m.dash.produced(r, resp)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			m.produced.WithLabelValues(strconv.Itoa(int(p.ErrorCode))).Inc()
@@ -101,6 +104,7 @@ func (m *metrics) countProduce(resp *kmsg.ProduceResponse) {
 }
 
 func (m *metrics) countFetch(resp *kmsg.FetchResponse) {
+	m.dash.fetched(resp)
 	n := 0
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
