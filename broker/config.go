@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,10 @@ type Config struct {
 	KafkaAddr string
 	PeerAddr  string
 	AdminAddr string
+	// Console, if set, makes the handler the admin port serves at / (and
+	// every path no other admin handler takes), in place of the plain-text
+	// index: the web console (package console), given the node.
+	Console func(*Node) http.Handler
 	// AdvertisedKafkaAddr is what Metadata tells clients; empty means
 	// KafkaAddr (which then must not be a wildcard address).
 	AdvertisedKafkaAddr string

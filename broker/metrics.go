@@ -29,6 +29,7 @@ type metrics struct {
 	// ISR mode: ISR changes (reconcile) and follower fetches (isr.Hooks).
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
+	dash          *dashboard // metrics_dashboard.go
 }
 
 var _ kafka.Observer = (*metrics)(nil)
@@ -70,6 +71,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
 		m.isrChanges, m.followerFetch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.dash = newDashboard(m.reg)
 	return m
 }
 
@@ -125,7 +127,8 @@ func (m *metrics) RequestDone(_ *kafka.Conn, key, _ int16, outcome kafka.Outcome
 	m.latency.WithLabelValues(api).Observe(latency.Seconds())
 }
 
-func (m *metrics) countProduce(resp *kmsg.ProduceResponse) {
+func (m *metrics) countProduce(r *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+	m.dash.produced(r, resp)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			m.produced.WithLabelValues(strconv.Itoa(int(p.ErrorCode))).Inc()
@@ -134,6 +137,7 @@ func (m *metrics) countProduce(resp *kmsg.ProduceResponse) {
 }
 
 func (m *metrics) countFetch(resp *kmsg.FetchResponse) {
+	m.dash.fetched(resp)
 	n := 0
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {

@@ -29,6 +29,7 @@ func TestDevBanner_String(t *testing.T) {
 		}
 		for _, want := range []string{"data in /tmp/d (removed on exit)", "bootstrap servers   127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094",
 			"admin               http://127.0.0.1:9644/ http://127.0.0.1:9645/ http://127.0.0.1:9646/",
+			"web console         http://127.0.0.1:9644/ (any node's admin address)",
 			"raftq consume demo --brokers 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094", "raftq cluster status --admin 127.0.0.1:9644",
 			`kgo.SeedBrokers("127.0.0.1:9092")`,
 			"\n  export RAFTQ_BROKERS=127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094 RAFTQ_ADMIN=127.0.0.1:9644\n"} {

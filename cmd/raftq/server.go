@@ -113,6 +113,7 @@ func parseLevel(s string) (slog.Level, error) {
 func runServer(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "server", "")
 	f := bindServerFlags(fs)
+	cons := bindConsoleFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -125,6 +126,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.Console = cons.hook(logger)
 	_, closeNode, err := openNode(cfg)
 	if err != nil {
 		return err
