@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -175,5 +176,49 @@ func TestVoters(t *testing.T) {
 		if got := Voters(c.nodes); len(got) != c.want || got[0] != 1 {
 			t.Errorf("Voters(%v) = %v, want the first %d in order", c.nodes, got, c.want)
 		}
+	}
+}
+
+// An ISR partition gets no leadership hints (group 0 elects its leader),
+// and leader balance hands it to its preferred replica only once that
+// replica is in the ISR.
+func TestController_ISRPartitionsNoHintsBalanceIntoTheISR(t *testing.T) {
+	local := &fakeLocal{term: 7}
+	c := newTestController(t, func(cfg *ControllerConfig) {
+		cfg.Local = func() []LocalReplica { return []LocalReplica{local} }
+		cfg.LeaderBalanceInterval = 20 * time.Millisecond
+	})
+	m := c.cfg.Metadata
+	waitFor(t, "the registration", func() bool { b, ok := m.View().Brokers[1]; return ok && b.Alive })
+	mustPropose(t, c, &Command{RegisterBroker: &Broker{ID: 2, KafkaAddr: "127.0.0.1:9093"}})
+	mustPropose(t, c, &Command{CreateTopic: &CreateTopic{Name: "i", ID: [16]byte{2}, Partitions: 1, ReplicationFactor: 2,
+		Assignment: [][]uint64{{2, 1}}, Configs: map[string]string{"replication.mode": ModeISR}, AllowISR: true}})
+	// Fence the preferred replica 2: it leaves the ISR and 1 leads; the
+	// liveness loop (which hears from everyone) then unfences it, out of
+	// the ISR.
+	mustPropose(t, c, &Command{SetAlive: &SetAlive{ID: 2, Alive: false}})
+	waitFor(t, "broker 2 alive again, out of the ISR", func() bool {
+		p := m.View().Topics["i"].Partitions[0]
+		return m.View().Brokers[2].Alive && p.Leader == 1 && slices.Equal(p.ISR, []uint64{1})
+	})
+	p := m.View().Topics["i"].Partitions[0]
+	local.mu.Lock()
+	// A term past the metadata's: a raft replica would hint it.
+	local.group, local.term = p.Group, p.LeaderTerm+1
+	local.mu.Unlock()
+	applied := c.Status().Applied
+	time.Sleep(300 * time.Millisecond) // three hint rounds, fifteen balance rounds
+	if got := local.transfers(); len(got) != 0 {
+		t.Errorf("leadership handed to %v while the preferred replica is out of the ISR", got)
+	}
+	if got := c.Status().Applied; got != applied {
+		t.Errorf("group 0 applied %d entries while only an ISR partition was led here, want none (no hints)", got-applied)
+	}
+	mustPropose(t, c, &Command{AlterPartition: &AlterPartition{Items: []AlterPartitionItem{{Group: p.Group, Leader: 1,
+		LeaderEpoch: int32(p.LeaderTerm), PartitionEpoch: p.PartitionEpoch,
+		ISR: []ISRMember{{ID: 1, BrokerEpoch: m.View().Brokers[1].Epoch}, {ID: 2, BrokerEpoch: m.View().Brokers[2].Epoch}}}}}})
+	waitFor(t, "a transfer to the preferred replica, back in the ISR", func() bool { return len(local.transfers()) > 0 })
+	if got := local.transfers()[0]; got != 2 {
+		t.Errorf("leadership handed to %d, want the preferred replica 2", got)
 	}
 }
