@@ -147,3 +147,28 @@ func TestE2E_CLIISR(t *testing.T) {
 	})
 	t.Logf("cluster status:\n%s", out.stdout)
 }
+
+// TestE2E_BadInputISR is TestE2E_BadInput on ISR topics: each bad input
+// gets a Kafka code or a closed connection, and nothing written is lost
+// or changed; at the end the replicas' segments are byte-identical.
+func TestE2E_BadInputISR(t *testing.T) { runBadInput(t, isrTopic) }
+
+// bumpLeaderEpoch kills -9 leader, the leader of topic-p, waits for group
+// 0 to elect another, restarts the killed node and returns the new leader.
+func bumpLeaderEpoch(t *testing.T, c *chaos.Cluster, topic string, p int32, leader int) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Kill(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	next := partitionLeader(t, c, topic, p)
+	if err := c.Start(ctx, leader); err != nil {
+		t.Fatalf("restart node %d: %v", leader, err)
+	}
+	waitAllRegistered(t, c)
+	if next == leader {
+		t.Fatalf("node %d still leads %s-%d after its kill", leader, topic, p)
+	}
+	return next
+}
