@@ -42,9 +42,21 @@
 // recovering; ISR and ELR are distinct replicas with nothing in common;
 // raft partitions have no ISR state; leader, partition and broker epochs
 // never go back, a new leader comes with a new leader epoch and any change
-// with a new partition epoch. ISR mode is still refused unless the
-// creating command sets CreateTopic.AllowISR, which only tests do until
-// the broker side exists.
+// with a new partition epoch. ISR mode is refused unless the creating
+// command sets CreateTopic.AllowISR, which the broker's CreateTopics
+// does (entries written before it replay refused, as they were).
+//
+// Topic configs: validateTopicConfigs runs at apply on CreateTopic and
+// on AlterConfigs' resulting configs, so its rules are frozen for the
+// keys old entries could hold. flush.messages and flush.ms are refused on
+// raft topics there (they were unknown keys, so refused, before ISR
+// mode). The newer rules (min.insync.replicas and
+// unclean.leader.election.enable refused on raft topics, which apply
+// used to accept; replication.mode changes explained) live in
+// CheckCreate and CheckAlter, which the broker runs before it proposes,
+// validateOnly or not. Rules on ISR topics only (min.insync.replicas
+// above the replication factor) run at apply too: no old entry holds an
+// ISR topic.
 //
 // Versions: every start replays group 0's log from its last snapshot with
 // the binary now running, so apply may never change how an entry already
