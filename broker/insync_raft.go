@@ -31,23 +31,6 @@ var (
 	_ laggingVoters = (*raftReplication)(nil)
 )
 
-func (r *raftGroup) lagging(now time.Time, lag time.Duration) (map[uint64]bool, bool) {
-	voters, last, ok := r.g.Progress()
-	if !ok {
-		return nil, false
-	}
-	var out map[uint64]bool
-	for _, v := range voters {
-		if v.Lag(now, last) > lag {
-			if out == nil {
-				out = map[uint64]bool{}
-			}
-			out[v.ID] = true
-		}
-	}
-	return out, true
-}
-
 // laggingReplicas returns the replicas of p that this node, leading p's
 // raft group, sees lagging; nil when it sees none or does not lead p (an
 // ISR-mode partition's ISR comes from group 0 instead).

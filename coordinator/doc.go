@@ -67,11 +67,15 @@
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:
-// registration (re-proposed whenever the registration differs), reconcile
+// registration (re-proposed whenever the registration differs, and so
+// on every start: each start has a new StartID), reconcile
 // (the node's hook that opens and removes its replicas, on every change),
 // leadership hints of the partitions the node leads, the metadata
 // leader's housekeeping (learners beyond the 1, 3 or 5 voters, broker
-// liveness from the transport) and leader balance (leadership back to the
+// liveness from the transport, and the ELR feature: it proposes
+// UpdateFeatures when the state differs from its own
+// ControllerConfig.EligibleLeaderReplicas, so the metadata leader's flag
+// wins) and leader balance (leadership back to the
 // preferred replica). It sees the node's replicas only as LocalReplica,
 // and the transport only as Connected. Its proposals fail with
 // ErrNoController when no group-0 leader took them. Close stops and waits

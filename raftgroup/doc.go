@@ -13,6 +13,7 @@
 //	(*Group).ProposeConfChange(ctx, *raftpb.ConfChangeV2) (*Proposal, error)
 //	(*Group).TransferLeadership(ctx, to) / ReadIndex(ctx) / Campaign()
 //	(*Group).Status() / WaitStatus(ctx, cond)
+//	(*Group).Progress()                     a leader's voters: match index, last caught up (progress.go)
 //	(*Proposal).Appended() / Done() / WaitAppended(ctx) / Wait(ctx)
 //	OpenDiskStorage(...) *DiskStorage; SetWALSegmentSize(bytes)
 //
