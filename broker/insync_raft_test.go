@@ -7,6 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/raftgroup"
 )
 
 // underReplicatedRaftGauge reads raftq_under_replicated_partitions{mode="raft"}
@@ -89,5 +92,47 @@ func TestNode_RaftISRLeavesLaggingFollower(t *testing.T) {
 	}
 	if got := underReplicatedRaftGauge(t, c.nodes[other]); got != 0 {
 		t.Errorf("node %d leads nothing but counts %v under-replicated", other, got)
+	}
+}
+
+// laggingFake is a fake replication whose raft progress the test sets.
+type laggingFake struct {
+	*fakeReplication
+	ids   map[uint64]bool
+	leads bool
+}
+
+func (f laggingFake) lagging(time.Time, time.Duration) (map[uint64]bool, bool) { return f.ids, f.leads }
+
+// Metadata drops lagging replicas from the ISR without calling them
+// offline; the gauge counts a partition led here with a lagging or dead
+// replica, and none that another node leads.
+func TestNode_UnderReplicatedRaftRule(t *testing.T) {
+	reps := []*fakeReplication{newFakeReplication(t, 1), newFakeReplication(t, 1), newFakeReplication(t, 1)}
+	n := newUnitNode(t, "u", nil, reps...)
+	st := n.meta.View()
+	tp := st.Topics["u"]
+	set := func(i int, ids map[uint64]bool, leads bool) {
+		n.replicas[tp.Partitions[i].Group].lead = laggingFake{reps[i], ids, leads}
+	}
+	set(0, map[uint64]bool{3: true}, true)
+	set(1, nil, true)
+	set(2, map[uint64]bool{2: true}, false) // led elsewhere: not counted
+	if got := n.underReplicatedRaft(); got != 1 {
+		t.Errorf("under-replicated: %d, want 1 (partition 0)", got)
+	}
+	mp := n.partitionMetadata(st, &tp.Partitions[0])
+	if !slices.Equal(mp.ISR, []int32{1, 2}) || len(mp.OfflineReplicas) != 0 {
+		t.Errorf("partition 0: ISR %v offline %v, want [1 2] and none", mp.ISR, mp.OfflineReplicas)
+	}
+	data, err := (&coordinator.Command{SetAlive: &coordinator.SetAlive{ID: 2, Alive: false}}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.meta.Apply(raftgroup.Entry{Index: n.meta.View().Index + 1, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.underReplicatedRaft(); got != 2 {
+		t.Errorf("under-replicated with broker 2 dead: %d, want 2 (partitions 0 and 1)", got)
 	}
 }
