@@ -189,6 +189,8 @@ func CheckAlter(t *Topic, set map[string]string, del []string, replace bool) err
 	}
 	was, now := t.Config("replication.mode"), modeOf(next)
 	switch {
+	case now != ModeRaft && now != ModeISR:
+		return nil // apply names the bad value
 	case was != now && replace && set["replication.mode"] == "":
 		return cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation: this topic is %s, and a non-incremental AlterConfigs resets every config it does not name; name replication.mode=%s or use IncrementalAlterConfigs", was, was)
 	case was != now:

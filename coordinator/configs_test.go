@@ -86,6 +86,7 @@ func TestCheckAlter(t *testing.T) {
 		{"raft other key", raft, map[string]string{"retention.ms": "5"}, nil, false, ""},
 		{"raft to isr", raft, map[string]string{"replication.mode": "isr"}, nil, false, "replication.mode cannot change after creation (topic \"r\" is raft)"},
 		{"raft to raft", raft, map[string]string{"replication.mode": "raft"}, nil, false, ""},
+		{"bad mode is apply's", raft, map[string]string{"replication.mode": "paxos"}, nil, false, ""},
 		{"raft min isr", raft, map[string]string{"min.insync.replicas": "2"}, nil, false, "min.insync.replicas applies to replication.mode=isr"},
 		{"raft flush", raft, map[string]string{"flush.ms": "2"}, nil, true, "flush.ms applies"},
 		{"raft legacy key kept", legacy, map[string]string{"retention.ms": "5"}, nil, false, ""},
