@@ -192,3 +192,22 @@ func TestNode_DescribeISRConfigs(t *testing.T) {
 		}
 	}
 }
+
+// --eligible-leader-replicas reaches group 0: the metadata leader turns
+// the cluster's feature on, and a cluster without the flag leaves it off.
+func TestNode_EligibleLeaderReplicasFlag(t *testing.T) {
+	on := newTestCluster(t, 3, func(cfg *Config) { cfg.EligibleLeaderReplicas = true })
+	eventually(t, "the ELR feature on every node", func() bool {
+		for _, n := range on.nodes {
+			if !n.Metadata().EligibleLeaderReplicas {
+				return false
+			}
+		}
+		return true
+	})
+	off := newTestCluster(t, 1, nil)
+	createTopic(t, off.client(), "x", 1, 1) // a metadata leader that has acted
+	if off.nodes[1].Metadata().EligibleLeaderReplicas {
+		t.Error("the ELR feature is on without the flag")
+	}
+}
