@@ -23,6 +23,7 @@ func (n *Node) startAdmin() error {
 	n.metrics.reg.MustRegister(partitionCollector{n}, dashboardCollector{n})
 	n.metrics.registerWAL(n.host.Metrics)
 	n.metrics.registerOffline(func() int { return len(n.offlineReplicas()) })
+	n.metrics.registerUnderReplicatedRaft(n.underReplicatedRaft)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -109,7 +109,8 @@ type Config struct {
 	ReplicaFetchWaitMax time.Duration
 	// EligibleLeaderReplicas turns on KIP-966 for ISR partitions; the
 	// metadata leader proposes it to group 0 when the cluster's feature
-	// differs.
+	// differs, so the metadata leader's flag wins: give every node the
+	// same.
 	EligibleLeaderReplicas bool
 
 	Logger *slog.Logger
@@ -165,6 +166,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: WAL segment bytes %d below 64 KiB", c.WALSegmentBytes)
 	case c.DefaultPartitions < 1 || c.DefaultReplicationFactor < 1:
 		return errors.New("broker: default partitions and replication factor must be positive")
+	case c.ReplicaLagTimeMax <= 0:
+		return fmt.Errorf("broker: replica lag time max %s must be positive", c.ReplicaLagTimeMax)
+	case c.ReplicaFetchWaitMax <= 0:
+		return fmt.Errorf("broker: replica fetch wait max %s must be positive", c.ReplicaFetchWaitMax)
 	}
 	if err := c.validateGroups(); err != nil {
 		return err

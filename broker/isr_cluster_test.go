@@ -237,8 +237,8 @@ func TestISR_BelowMinISRRefusesAcksAll(t *testing.T) {
 		return len(c.nodes[leader].replicaFor("below", 0).lead.describe().ISR) == 1
 	})
 	m := c.nodes[leader].metrics
-	if got := gaugeValue(t, m.reg, "raftq_under_replicated_partitions"); got != 1 {
-		t.Errorf("raftq_under_replicated_partitions = %v on the leader of the shrunk ISR, want 1", got)
+	if got := underReplicatedGauge(t, c.nodes[leader], "isr"); got != 1 {
+		t.Errorf(`raftq_under_replicated_partitions{mode="isr"} = %v on the leader of the shrunk ISR, want 1`, got)
 	}
 	if got := counterValue(t, m.isrChanges.WithLabelValues("shrink")); got < 1 {
 		t.Errorf(`raftq_isr_changes_total{direction="shrink"} = %v, want at least 1`, got)
@@ -258,7 +258,7 @@ func TestISR_BelowMinISRRefusesAcksAll(t *testing.T) {
 		return code == 0
 	})
 	eventually(t, "the leader to count the expansion and no under-replication", func() bool {
-		return counterValue(t, m.isrChanges.WithLabelValues("expand")) >= 1 && gaugeValue(t, m.reg, "raftq_under_replicated_partitions") == 0
+		return counterValue(t, m.isrChanges.WithLabelValues("expand")) >= 1 && underReplicatedGauge(t, c.nodes[leader], "isr") == 0
 	})
 	if n := histCount(t, c.nodes[follower].metrics.followerFetch.WithLabelValues("ok")); n == 0 {
 		t.Error("the follower timed no fetch (raftq_isr_follower_fetch_seconds)")
@@ -405,4 +405,28 @@ func TestISR_TopicLifecycle(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// underReplicatedGauge reads raftq_under_replicated_partitions{mode=mode}
+// from the node's registry, as a scrape would.
+func underReplicatedGauge(t *testing.T, n *Node, mode string) float64 {
+	t.Helper()
+	mfs, err := n.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "raftq_under_replicated_partitions" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "mode" && l.GetValue() == mode {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no raftq_under_replicated_partitions{mode=%q}", mode)
+	return 0
 }

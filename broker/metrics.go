@@ -83,6 +83,21 @@ func (m *metrics) registerOffline(count func() int) {
 	}, func() float64 { return float64(count()) }))
 }
 
+// underReplicatedHelp is the help text of raftq_under_replicated_partitions,
+// which both replication modes export, each with its own mode label: the
+// registry accepts one name only with one help text.
+const underReplicatedHelp = "Partitions this node leads with a replica out of sync, by replication mode: raft, a voter whose log has not held everything the leader's did for longer than --replica-lag-time-max, or a replica not alive; isr, an ISR smaller than the replica set."
+
+// registerUnderReplicatedRaft exports the raft side of
+// raftq_under_replicated_partitions (mode="raft"), read at scrape time
+// (Node.underReplicatedRaft).
+func (m *metrics) registerUnderReplicatedRaft(count func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "raftq_under_replicated_partitions", Help: underReplicatedHelp,
+		ConstLabels: prometheus.Labels{"mode": "raft"},
+	}, func() float64 { return float64(count()) }))
+}
+
 // registerWAL exports the raft host's fsync counters, read at scrape time:
 // their ratio is how many groups' saves share an fsync (1 with a WAL per
 // group; more with the shared WAL when several groups have work).
@@ -162,7 +177,9 @@ var (
 	descSize    = prometheus.NewDesc("raftq_partition_size_bytes", "Bytes of segments on disk.", []string{"topic", "partition"}, nil)
 	descEpoch   = prometheus.NewDesc("raftq_isr_leader_epoch", "Leader epoch of an ISR partition as this replica knows it.", []string{"topic", "partition"}, nil)
 	descISRSize = prometheus.NewDesc("raftq_isr_in_sync_replicas", "Members of an ISR partition's ISR as this replica knows it.", []string{"topic", "partition"}, nil)
-	descUnder   = prometheus.NewDesc("raftq_under_replicated_partitions", "ISR partitions this node leads whose ISR is smaller than their replica set (Kafka's UnderReplicatedPartitions).", nil, nil)
+	// descUnder is the ISR side of raftq_under_replicated_partitions
+	// (registerUnderReplicatedRaft has the raft side).
+	descUnder = prometheus.NewDesc("raftq_under_replicated_partitions", underReplicatedHelp, nil, prometheus.Labels{"mode": "isr"})
 )
 
 func (c partitionCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -30,6 +30,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
 	logLevel := fs.String("log-level", "warn", "node log level")
 	cons := bindConsoleFlags(fs)
+	repl := broker.DefaultConfig()
+	bindReplicationFlags(fs, &repl)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -51,7 +53,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if *dataDir == "" {
 		defer removeOnForcedQuit(ctx, e, dir)()
 	}
-	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level, cons)
+	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async, repl}, *autoCreate, level, cons)
 	defer stop()
 	if err != nil {
 		return err
@@ -106,10 +108,13 @@ func removeOnForcedQuit(ctx context.Context, e *env, dir string) (stop func()) {
 	}
 }
 
-// devStorage is the storage flags every dev node shares.
+// devStorage is the storage and replication flags every dev node
+// shares.
 type devStorage struct {
 	fsync, wal string
 	async      bool
+	// repl carries the replication flags (bindReplicationFlags).
+	repl broker.Config
 }
 
 // startDevNodes starts the nodes; stop closes those it started, even
@@ -135,6 +140,8 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		c.AdminAddr = fmt.Sprintf("127.0.0.1:%d", adminBase+i-1)
 		c.AutoCreateTopics = autoCreate
 		c.AsyncStorageWrites = st.async
+		c.ReplicaLagTimeMax, c.ReplicaFetchWaitMax = st.repl.ReplicaLagTimeMax, st.repl.ReplicaFetchWaitMax
+		c.EligibleLeaderReplicas = st.repl.EligibleLeaderReplicas
 		c.DefaultReplicationFactor = int16(min(3, count))
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)

@@ -90,3 +90,18 @@ func TestDevPortTaken(t *testing.T) {
 		t.Error("devPortTaken changed an error that is not a port in use")
 	}
 }
+
+// raftq dev takes the replication flags of raftq server, validated the
+// same way.
+func TestDev_ReplicationFlags(t *testing.T) {
+	out := cliPromptly(t, 2, "", "dev", "--nodes", "1", "--data-dir", t.TempDir(), "--base-port", "22000", "--replica-lag-time-max", "0s")
+	if want := "replica lag time max 0s must be positive"; !strings.Contains(out.stderr, want) {
+		t.Errorf("stderr %q, want %q", out.stderr, want)
+	}
+	help := cli(t, 0, "", "dev", "--help")
+	for _, flag := range []string{"--replica-lag-time-max", "--replica-fetch-wait-max", "--eligible-leader-replicas"} {
+		if !strings.Contains(help.stdout+help.stderr, flag) {
+			t.Errorf("raftq dev --help lacks %s", flag)
+		}
+	}
+}
