@@ -267,3 +267,41 @@ func TestISRReplication_CountsISRChangesOfItsEpoch(t *testing.T) {
 		}
 	}
 }
+
+// Eligible is "registered at that broker epoch and alive" in the node's
+// metadata; BrokerEpoch is the node's own epoch there.
+func TestISRNode_EligibleAndBrokerEpoch(t *testing.T) {
+	n := newISRUnitNode(t, nil)
+	e2 := brokerEpochIn(n.meta.View(), 2)
+	if e2 == 0 || n.brokerEpoch() != brokerEpochIn(n.meta.View(), 1) || n.brokerEpoch() == 0 {
+		t.Fatalf("broker epochs: node 2 %d, self %d; want both set", e2, n.brokerEpoch())
+	}
+	if !n.isrEligible(2, e2) {
+		t.Error("an alive broker at its epoch is not eligible")
+	}
+	if n.isrEligible(2, e2-1) || n.isrEligible(9, 0) {
+		t.Error("a stale broker epoch or an unknown broker is eligible")
+	}
+	applyMeta(t, n, &coordinator.Command{SetAlive: &coordinator.SetAlive{ID: 2, Alive: false}})
+	if n.isrEligible(2, e2) {
+		t.Error("a fenced (dead) broker is eligible")
+	}
+}
+
+// Once the node's ISR side closed, a proposal fails at once, starting
+// nothing that Close would have to wait for.
+func TestISRNode_ProposeAfterCloseFails(t *testing.T) {
+	n := newISRUnitNode(t, nil)
+	n.closeISR()
+	select {
+	case res := <-n.proposeAlter(coordinator.AlterPartitionItem{Group: 7}):
+		if res.Group != 7 || !errors.Is(res.Err, isr.ErrClosed) {
+			t.Errorf("result %+v, want group 7 with isr.ErrClosed", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer to a proposal after close")
+	}
+	if _, err := n.isrManager(); !errors.Is(err, isr.ErrClosed) {
+		t.Errorf("manager after close: %v, want isr.ErrClosed", err)
+	}
+}

@@ -55,8 +55,9 @@ func (c *Controller) reconcileLoop(ctx context.Context) {
 	}
 }
 
-// hintLoop reports the partitions this node leads to the metadata group,
-// so that every node's Metadata answers name the leader.
+// hintLoop reports the raft partitions this node leads to the metadata
+// group, so that every node's Metadata answers name the leader. ISR
+// partitions need none: group 0 elected their leaders.
 func (c *Controller) hintLoop(ctx context.Context) {
 	hinted := map[uint64]uint64{} // group -> last term reported (this loop only)
 	periodic.Every(ctx, 100*time.Millisecond, func() { c.reportLeadership(ctx, hinted) })
