@@ -98,39 +98,49 @@ func (n *Node) closeISR() {
 
 // proposeAlter sends one AlterPartition item to group 0 (the isr
 // leader's Propose) and yields its outcome once: the item's result, or a
-// failure of the whole command in the item's Err, after a backoff.
+// failure of the whole command in the item's Err, after a backoff. Once
+// the node is closing, the channel closes without a result instead: the
+// isr leader drops a proposal whose channel closed, where a failure would
+// have it resend at once, in a loop, until its partition closes.
 func (n *Node) proposeAlter(item coordinator.AlterPartitionItem) <-chan coordinator.ItemResult {
 	out := make(chan coordinator.ItemResult, 1)
 	n.isr.mu.Lock()
 	defer n.isr.mu.Unlock()
-	if n.isr.closed {
-		out <- coordinator.ItemResult{Group: item.Group, Err: isr.ErrClosed}
+	if n.isr.closed || n.ctx.Err() != nil {
+		close(out)
 		return out
 	}
 	n.isr.props.Add(1)
 	go func() {
 		defer n.isr.props.Done()
-		out <- n.alterPartition(item)
+		if res, ok := n.alterPartition(item); ok {
+			out <- res
+		}
+		close(out)
 	}()
 	return out
 }
 
-func (n *Node) alterPartition(item coordinator.AlterPartitionItem) coordinator.ItemResult {
+// alterPartition proposes item; ok is false when the node closed first.
+func (n *Node) alterPartition(item coordinator.AlterPartitionItem) (res coordinator.ItemResult, ok bool) {
 	ctx, cancel := context.WithTimeout(n.ctx, alterTimeout)
 	defer cancel()
 	cmd := &coordinator.Command{AlterPartition: &coordinator.AlterPartition{Items: []coordinator.AlterPartitionItem{item}}}
-	res, err := n.ctl.Propose(ctx, cmd)
+	r, err := n.ctl.Propose(ctx, cmd)
 	switch {
-	case err == nil && res.Err == nil && len(res.Items) == 1:
+	case err == nil && r.Err == nil && len(r.Items) == 1:
 		n.alterSucceeded(item.Group)
-		return res.Items[0]
-	case err == nil && res.Err != nil:
-		return coordinator.ItemResult{Group: item.Group, Err: res.Err}
+		return r.Items[0], true
+	case err == nil && r.Err != nil:
+		return coordinator.ItemResult{Group: item.Group, Err: r.Err}, true
 	case err == nil:
-		err = fmt.Errorf("%d results for one item", len(res.Items))
+		err = fmt.Errorf("%d results for one item", len(r.Items))
 	}
 	n.alterFailedWait(item.Group)
-	return coordinator.ItemResult{Group: item.Group, Err: fmt.Errorf("alter partition of group %d: %w", item.Group, err)}
+	if n.ctx.Err() != nil {
+		return res, false
+	}
+	return coordinator.ItemResult{Group: item.Group, Err: fmt.Errorf("alter partition of group %d: %w", item.Group, err)}, true
 }
 
 func (n *Node) alterSucceeded(group uint64) {
