@@ -73,10 +73,17 @@ func checkClientFailover(t *testing.T, c *chaos.Cluster, topic string, got, vals
 // TestE2E_SaramaLeaderKill runs IBM/sarama's idempotent SyncProducer
 // (SendMessages, five records a call, which sarama may split over
 // requests) through a leader kill.
-func TestE2E_SaramaLeaderKill(t *testing.T) {
+func TestE2E_SaramaLeaderKill(t *testing.T) { runSaramaLeaderKill(t, nil) }
+
+// runSaramaLeaderKill is TestE2E_SaramaLeaderKill on a topic created with
+// tc's configs.
+func runSaramaLeaderKill(t *testing.T, tc topicConfigs) {
 	c := e2eCluster(t, 3)
 	const topic, count = "sarama-failover", 2000
-	createTopic(t, c, topic, 1, 3, nil)
+	createTopic(t, c, topic, 1, 3, tc.with(nil))
+	if mode := tc["replication.mode"]; mode != "" {
+		checkMode(t, c, topic, mode)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cfg := saramaConfig(sarama.V4_0_0_0)

@@ -148,6 +148,15 @@ func TestE2E_CLIISR(t *testing.T) {
 	t.Logf("cluster status:\n%s", out.stdout)
 }
 
+// TestE2E_ClientLeaderKillISR runs sarama's and kafkajs's idempotent
+// producers (acks=all) through a kill -9 of an ISR partition's leader
+// with min.insync.replicas=2: every record is acknowledged once, at the
+// offset it was sent for, and the log holds them in order.
+func TestE2E_ClientLeaderKillISR(t *testing.T) {
+	t.Run("sarama", func(t *testing.T) { runSaramaLeaderKill(t, isrTopic) })
+	t.Run("kafkajs", func(t *testing.T) { runKafkajsLeaderKill(t, isrTopic) })
+}
+
 // TestE2E_BadInputISR is TestE2E_BadInput on ISR topics: each bad input
 // gets a Kafka code or a closed connection, and nothing written is lost
 // or changed; at the end the replicas' segments are byte-identical.

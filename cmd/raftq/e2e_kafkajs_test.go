@@ -132,11 +132,18 @@ func runKafkajs(t *testing.T, node string, env []string, args ...string) string 
 // TestE2E_KafkajsLeaderKill kills -9 the leader of a partition while a
 // kafkajs idempotent producer (acks=all, one request in flight) sends to
 // it, five records a request (killLeaderUnderClient).
-func TestE2E_KafkajsLeaderKill(t *testing.T) {
+func TestE2E_KafkajsLeaderKill(t *testing.T) { runKafkajsLeaderKill(t, nil) }
+
+// runKafkajsLeaderKill is TestE2E_KafkajsLeaderKill on a topic created
+// with tc's configs.
+func runKafkajsLeaderKill(t *testing.T, tc topicConfigs) {
 	node, env := kafkajsEnv(t)
 	c := e2eCluster(t, 3)
 	const topic, count = "kafkajs-failover", 2000
-	createTopic(t, c, topic, 1, 3, nil)
+	createTopic(t, c, topic, 1, 3, tc.with(nil))
+	if mode := tc["replication.mode"]; mode != "" {
+		checkMode(t, c, topic, mode)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	p := startKafkajs(ctx, t, node, env, "load", strings.Join(seeds(c), ","), topic, "0", "kjs", fmt.Sprint(count))
