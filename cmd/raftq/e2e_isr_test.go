@@ -151,10 +151,13 @@ func TestE2E_CLIISR(t *testing.T) {
 // TestE2E_ClientLeaderKillISR runs sarama's and kafkajs's idempotent
 // producers (acks=all) through a kill -9 of an ISR partition's leader
 // with min.insync.replicas=2: every record is acknowledged once, at the
-// offset it was sent for, and the log holds them in order.
+// offset it was sent for, and the log holds them in order. A kafkajs group
+// consumer goes through one too: it reads every offset in order and the
+// group commits the end.
 func TestE2E_ClientLeaderKillISR(t *testing.T) {
 	t.Run("sarama", func(t *testing.T) { runSaramaLeaderKill(t, isrTopic) })
 	t.Run("kafkajs", func(t *testing.T) { runKafkajsLeaderKill(t, isrTopic) })
+	t.Run("kafkajs-consumer", func(t *testing.T) { runKafkajsConsumerLeaderKill(t, isrTopic) })
 }
 
 // TestE2E_BadInputISR is TestE2E_BadInput on ISR topics: each bad input

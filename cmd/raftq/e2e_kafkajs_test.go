@@ -223,11 +223,18 @@ func startKafkajs(ctx context.Context, t *testing.T, node string, env []string, 
 // read, in order; a run of offsets is read again only as a redelivery
 // from an earlier commit after a rejoin (kafkajs rejoins if the group's
 // coordinator was on the killed node), and the group commits the end.
-func TestE2E_KafkajsConsumerLeaderKill(t *testing.T) {
+func TestE2E_KafkajsConsumerLeaderKill(t *testing.T) { runKafkajsConsumerLeaderKill(t, nil) }
+
+// runKafkajsConsumerLeaderKill is TestE2E_KafkajsConsumerLeaderKill on a
+// topic created with tc's configs.
+func runKafkajsConsumerLeaderKill(t *testing.T, tc topicConfigs) {
 	node, env := kafkajsEnv(t)
 	c := e2eCluster(t, 3)
 	const topic, group, half = "kafkajs-consume-failover", "kafkajs-failover-group", 500
-	createTopic(t, c, topic, 1, 3, nil)
+	createTopic(t, c, topic, 1, 3, tc.with(nil))
+	if mode := tc["replication.mode"]; mode != "" {
+		checkMode(t, c, topic, mode)
+	}
 	cl := e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	vals := seq("kjs-c", 2*half)
 	produceValues(t, cl, topic, 0, vals[:half]...)
