@@ -124,6 +124,10 @@ func (n *Node) awaitLeaders(ctx context.Context, topic string) {
 	}
 }
 
+// allLed reports whether every partition of topic has a live leader. An
+// ISR partition has one in the metadata as soon as it is placed; where
+// that leader is this node, it must also have opened its replica and
+// taken the role, so that a produce right after the answer finds it.
 func (n *Node) allLed(topic string) bool {
 	st := n.meta.View()
 	t, ok := st.Topics[topic]
@@ -131,9 +135,15 @@ func (n *Node) allLed(topic string) bool {
 		return true
 	}
 	for i := range t.Partitions {
-		leader, _ := n.leaderOf(&t.Partitions[i])
+		p := &t.Partitions[i]
+		leader, _ := n.leaderOf(p)
 		if b, ok := st.Brokers[leader]; !ok || !b.Alive {
 			return false
+		}
+		if t.IsISR() && leader == n.cfg.NodeID {
+			if r := n.replicaByGroup(p.Group); r == nil || !r.lead.Leadership().IsLeader {
+				return false
+			}
 		}
 	}
 	return true
