@@ -196,9 +196,21 @@ func checkAcked(t *testing.T, recs []*kgo.Record, acks []acked) {
 	t.Logf("%d acknowledged records read back once each, in order, from %d in the log", len(acks), len(recs))
 }
 
-// isrPartition returns partition p of topic as node from's metadata has it.
+// isrPartition returns partition p of topic as node from's metadata has
+// it, once that metadata holds the topic (CreateTopics may have been
+// answered by another node).
 func (c *testCluster) isrPartition(from uint64, topic string, p int32) coordinator.Partition {
-	return c.nodes[from].Metadata().Topics[topic].Partitions[p]
+	c.t.Helper()
+	var out coordinator.Partition
+	eventually(c.t, fmt.Sprintf("node %d to see %s-%d", from, topic, p), func() bool {
+		t := c.nodes[from].Metadata().Topics[topic]
+		if t == nil || int(p) >= len(t.Partitions) {
+			return false
+		}
+		out = t.Partitions[p]
+		return true
+	})
+	return out
 }
 
 // With min.insync.replicas=2 and RF 2, losing the follower shrinks the

@@ -269,6 +269,10 @@ func flushPolicy(t *coordinator.Topic) isr.FlushPolicy {
 	if m := t.ConfigInt("flush.messages"); m > 0 && m < math.MaxInt64 {
 		f.Messages = m
 	}
-	f.Interval = msDuration(t.ConfigInt("flush.ms"))
+	if ms := t.ConfigInt("flush.ms"); ms == 0 {
+		f.Interval = time.Nanosecond // Kafka's 0: flush at every check
+	} else {
+		f.Interval = msDuration(ms)
+	}
 	return f
 }

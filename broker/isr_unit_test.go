@@ -95,6 +95,7 @@ func TestFlushPolicy_DefaultsMeanNever(t *testing.T) {
 		{fmt.Sprint(int64(math.MaxInt64)), fmt.Sprint(int64(math.MaxInt64)), isr.FlushPolicy{}},
 		{"1", "", isr.FlushPolicy{Messages: 1}},
 		{"", "250", isr.FlushPolicy{Interval: 250 * time.Millisecond}},
+		{"", "0", isr.FlushPolicy{Interval: time.Nanosecond}},
 		{"1000", "1000", isr.FlushPolicy{Messages: 1000, Interval: time.Second}},
 	} {
 		cfgs := map[string]string{}

@@ -37,7 +37,10 @@ type ManagerConfig struct {
 	// Fetch sends a follower's fetch request to leader node to and
 	// returns its answer (the peer transport's fetch stream).
 	Fetch func(ctx context.Context, to uint64, req []byte) ([]byte, error)
-	// Propose sends one AlterPartition item to group 0 (see Config).
+	// Propose sends one AlterPartition item to group 0 (see Config). A
+	// channel closed without a result (the node is closing) drops the
+	// proposal; a result with Err makes the leader send it again, so the
+	// proposer owns the backoff between attempts.
 	Propose func(coordinator.AlterPartitionItem) <-chan coordinator.ItemResult
 	// Eligible reports whether broker id at brokerEpoch may join an ISR
 	// (see Config); nil counts every broker eligible.
@@ -55,11 +58,10 @@ type ManagerConfig struct {
 	Logger *slog.Logger
 }
 
-// Hooks are the Manager's metrics callbacks. They must not block.
+// Hooks are the Manager's metrics callbacks. They must not block. (ISR
+// shrinks and expands are group 0's: the broker counts them from the
+// metadata, which also sees the ones fencing makes.)
 type Hooks struct {
-	// ISRChange is called when a committed ISR this node leads grew
-	// (expand) or shrank.
-	ISRChange func(group uint64, expand bool)
 	// FollowerFetch is called after each fetch round trip a follower made,
 	// with its duration and whether it failed.
 	FollowerFetch func(d time.Duration, failed bool)

@@ -235,19 +235,9 @@ func (p *Partition) watchAlter() {
 		if p.closed || p.lead.alterDone() != ch {
 			return
 		}
-		before := slices.Clone(p.lead.isr)
 		p.setHW(p.lead.handleAlterResult(res, time.Now()))
-		p.noteISRChange(before)
 		p.afterLeaderChange()
 	}()
-}
-
-// noteISRChange tells the metrics hook how the committed ISR moved.
-func (p *Partition) noteISRChange(before []uint64) {
-	after := p.lead.isr
-	if h := p.m.cfg.Hooks.ISRChange; h != nil && !slices.Equal(before, after) {
-		h(p.cfg.Group, len(after) > len(before))
-	}
 }
 
 // setHW applies the HW the bookkeeping computed to the log.
