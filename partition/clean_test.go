@@ -1,0 +1,345 @@
+package partition
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// cleanModel is every record produced, by offset, and the cleanings done.
+type cleanModel struct {
+	recs      map[int64]modelRec
+	cleanedTo int64 // the latest CleanedTo of a cleaning that ran
+}
+
+type modelRec struct {
+	key, value []byte // value nil: a tombstone
+	ts         int64
+}
+
+// compactRun replays random keyed produces, cleanings, rolls and reopens
+// against a log and checks it against the model after every cleaning.
+type compactRun struct {
+	t     testing.TB
+	dir   string
+	cfg   Config
+	l     *Log
+	rng   *rand.Rand
+	model cleanModel
+	ts    int64
+	epoch int32
+}
+
+func newCompactRun(t testing.TB, seed uint64) *compactRun {
+	cfg := testConfig()
+	cfg.SegmentBytes = 1 << 10
+	cfg.MaxBatchBytes = 1 << 10
+	cfg.IndexIntervalBytes = 128
+	r := &compactRun{t: t, dir: t.TempDir(), cfg: cfg, rng: rand.New(rand.NewPCG(seed, 7)),
+		model: cleanModel{recs: map[int64]modelRec{}}, ts: 1_700_000_000_000}
+	r.open()
+	return r
+}
+
+func (r *compactRun) open() {
+	l, err := Open(r.dir, r.cfg)
+	if err != nil {
+		r.t.Fatalf("open: %v", err)
+	}
+	r.l = l
+	if err := l.SetHighWatermark(l.EndOffset()); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *compactRun) close() {
+	if err := r.l.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// produce appends a batch of 1-4 records over 6 keys, some tombstones,
+// sometimes compressed, and commits it.
+func (r *compactRun) produce() {
+	n := 1 + r.rng.IntN(4)
+	recs := make([]testRecord, n)
+	for i := range recs {
+		r.ts += int64(r.rng.IntN(50))
+		key := []byte(fmt.Sprintf("k%d", r.rng.IntN(6)))
+		var val []byte
+		if r.rng.IntN(5) != 0 {
+			val = []byte(fmt.Sprintf("v%d", r.rng.Uint32()%1000))
+		}
+		recs[i] = testRecord{ts: r.ts, key: key, value: val}
+	}
+	spec := batchSpec{records: recs, producerID: -1, producerEpoch: -1, baseSequence: -1}
+	if r.rng.IntN(4) == 0 {
+		spec.codec = Codec(1 + r.rng.IntN(4))
+	}
+	if r.rng.IntN(3) == 0 {
+		spec.producerID, spec.producerEpoch, spec.baseSequence = int64(1+r.rng.IntN(2)), 0, 0
+	}
+	if r.rng.IntN(10) == 0 {
+		r.epoch++
+	}
+	base, _ := mustAppend(r.t, r.l, makeBatch(r.t, spec), r.epoch)
+	for i, rec := range recs {
+		r.model.recs[base+int64(i)] = modelRec{key: rec.key, value: rec.value, ts: rec.ts}
+	}
+	if err := r.l.SetHighWatermark(r.l.EndOffset()); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *compactRun) clean() {
+	cfg := CleanConfig{UpTo: r.l.HighWatermark(), Now: time.UnixMilli(r.ts), DeleteRetention: time.Duration(r.rng.IntN(3)) * 200 * time.Millisecond}
+	st, err := r.l.Clean(cfg)
+	if err != nil {
+		r.t.Fatalf("clean: %v", err)
+	}
+	if st.Cleaned {
+		r.model.cleanedTo = st.CleanedTo
+	}
+	r.check("after a cleaning")
+}
+
+// stored is one record as the log holds it.
+type stored struct {
+	offset int64
+	key    []byte
+	value  []byte
+	null   bool
+}
+
+// readAll returns every record in the log, checking every batch as
+// recovery would and that batches chain without gaps.
+func (r *compactRun) readAll() []stored {
+	var out []stored
+	end := r.l.EndOffset()
+	next := r.l.StartOffset()
+	for next < end {
+		b := mustRead(r.t, r.l, next, 1<<20, end)
+		if len(b) == 0 {
+			r.t.Fatalf("read at %d below the end %d returned nothing", next, end)
+		}
+		for pos := 0; pos < len(b); {
+			h, err := parseHeader(b[pos:], int64(pos))
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			batch := b[pos:h.end()]
+			info, err := ValidateStoredBatch(batch)
+			if err != nil {
+				r.t.Fatalf("stored batch at %d: %v", h.base, err)
+			}
+			if h.base != next && !(len(out) == 0 && h.base < next) {
+				r.t.Fatalf("batch at %d follows one ending at %d: the log has a gap", h.base, next)
+			}
+			err = eachRecord(batch, info, func(rec record) error {
+				s := stored{offset: rec.offset, key: bytes.Clone(rec.key), null: rec.tombstone}
+				if !rec.tombstone {
+					s.value = recordValue(r.t, rec.raw)
+				}
+				out = append(out, s)
+				return nil
+			})
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			next, pos = h.next(), int(h.end())
+		}
+	}
+	return out
+}
+
+// check compares the log with the model: each stored record is the one
+// produced at its offset; every key's latest record survives (a
+// tombstone may be gone); below the cleaned point each key has at most
+// its latest record there.
+func (r *compactRun) check(when string) {
+	recs := r.readAll()
+	latest := map[string]int64{}
+	for off, m := range r.model.recs {
+		if off >= r.l.StartOffset() && off > latest[string(m.key)]-1 {
+			if cur, ok := latest[string(m.key)]; !ok || off > cur {
+				latest[string(m.key)] = off
+			}
+		}
+	}
+	seen := map[int64]bool{}
+	below := map[string]int{}
+	for _, s := range recs {
+		m, ok := r.model.recs[s.offset]
+		if !ok || !bytes.Equal(m.key, s.key) || !bytes.Equal(m.value, s.value) || (m.value == nil) != s.null {
+			r.t.Fatalf("%s: offset %d holds key %q value %q, produced %q %q", when, s.offset, s.key, s.value, m.key, m.value)
+		}
+		seen[s.offset] = true
+		if s.offset < r.model.cleanedTo {
+			below[string(s.key)]++
+			if below[string(s.key)] > 1 {
+				r.t.Fatalf("%s: key %q has two records below the cleaned point %d", when, s.key, r.model.cleanedTo)
+			}
+			if s.offset != r.latestBelow(s.key, r.model.cleanedTo) {
+				r.t.Fatalf("%s: key %q keeps offset %d below %d, not its latest there", when, s.key, s.offset, r.model.cleanedTo)
+			}
+		}
+	}
+	for k, off := range latest {
+		if !seen[off] && r.model.recs[off].value != nil {
+			r.t.Fatalf("%s: the latest value of %q (offset %d) is gone", when, k, off)
+		}
+	}
+}
+
+func (r *compactRun) latestBelow(key []byte, end int64) int64 {
+	best := int64(-1)
+	for off, m := range r.model.recs {
+		if off < end && bytes.Equal(m.key, key) && off > best {
+			best = off
+		}
+	}
+	return best
+}
+
+func recordValue(t testing.TB, raw []byte) []byte {
+	t.Helper()
+	_, k := varintAt(raw)
+	r := bodyReader{b: raw[k+1:]}
+	r.varint()
+	r.varint()
+	if kl := r.varint(); kl > 0 {
+		r.b = r.b[kl:]
+	}
+	vl := r.varint()
+	if r.err != nil || vl < 0 || vl > int64(len(r.b)) {
+		t.Fatalf("record value: %v", r.err)
+	}
+	return bytes.Clone(r.b[:vl])
+}
+
+func varintAt(b []byte) (int64, int) {
+	r := bodyReader{b: b}
+	v := r.varint()
+	return v, len(b) - len(r.b)
+}
+
+func (r *compactRun) step() {
+	switch op := r.rng.IntN(20); {
+	case op < 14:
+		r.produce()
+	case op < 17:
+		r.clean()
+	case op < 18:
+		if err := r.l.Roll(); err != nil {
+			r.t.Fatal(err)
+		}
+	default:
+		r.close()
+		r.open()
+		r.check("after a reopen")
+	}
+}
+
+// TestClean_Model: random keyed produces, tombstones, cleanings, rolls
+// and reopens, checked against a per-key model.
+func TestClean_Model(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			r := newCompactRun(t, seed)
+			defer r.close()
+			for range 400 {
+				r.step()
+			}
+			r.clean()
+		})
+	}
+}
+
+// A cleaning must leave the log smaller and hold one record per live
+// key; the model test would also pass if Clean did nothing, so this one
+// checks it did something.
+func TestClean_Reclaims(t *testing.T) {
+	r := newCompactRun(t, 99)
+	defer r.close()
+	for range 300 {
+		r.produce()
+	}
+	before := r.l.Size()
+	st, err := r.l.Clean(CleanConfig{UpTo: r.l.HighWatermark(), Now: time.UnixMilli(r.ts)})
+	if err != nil || !st.Cleaned {
+		t.Fatalf("clean: %+v %v", st, err)
+	}
+	if after := r.l.Size(); after >= before/2 {
+		t.Fatalf("log %d bytes before, %d after cleaning 300 batches over 6 keys", before, after)
+	}
+	r.model.cleanedTo = st.CleanedTo
+	r.check("after one cleaning")
+}
+
+var cleanCrashPoints = []string{"clean-written", "clean-indexes-removed", "clean-swapped", "cleaner-checkpoint-tmp-written", "sync-dir"}
+
+// TestClean_CrashRecovery stops a cleaning at each of its steps with a
+// power cut (lossyFS drops whatever was not durable), reopens, and checks
+// that the log holds either the old or the cleaned form of every segment
+// (the model checks pass, nothing synced is lost) and cleans on.
+func TestClean_CrashRecovery(t *testing.T) {
+	for _, point := range cleanCrashPoints {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("%s/%d", point, seed), func(t *testing.T) { runCleanCrash(t, point, seed) })
+		}
+	}
+}
+
+func runCleanCrash(t *testing.T, point string, seed uint64) {
+	fs := newLossyFS()
+	r := newCompactRunFS(t, seed, fs)
+	for range 200 {
+		r.produce()
+	}
+	if err := r.l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	left := 1 + int(seed)
+	r.l.cfg.crashPoint = func(name string) {
+		if name == point {
+			if left--; left == 0 {
+				panic(crashNow{})
+			}
+		}
+	}
+	crashed := func() (crashed bool) {
+		defer func() {
+			if v := recover(); v != nil {
+				if _, ok := v.(crashNow); !ok {
+					panic(v)
+				}
+				crashed = true
+			}
+		}()
+		r.clean()
+		return false
+	}()
+	if !crashed {
+		r.l.cfg.crashPoint = nil
+		_ = r.l.Close()
+	}
+	if err := fs.crash(r.rng); err != nil {
+		t.Fatal(err)
+	}
+	r.open()
+	r.check("after a crash at " + point)
+	r.clean()
+	r.close()
+}
+
+func newCompactRunFS(t testing.TB, seed uint64, fs FS) *compactRun {
+	cfg := testConfig()
+	cfg.SegmentBytes, cfg.MaxBatchBytes, cfg.IndexIntervalBytes = 1<<10, 1<<10, 128
+	cfg.FS = fs
+	r := &compactRun{t: t, dir: t.TempDir(), cfg: cfg, rng: rand.New(rand.NewPCG(seed, 7)),
+		model: cleanModel{recs: map[int64]modelRec{}}, ts: 1_700_000_000_000}
+	r.open()
+	return r
+}
