@@ -200,7 +200,7 @@ func (l *Log) cleaningDue(cfg CleanConfig, views []segView, firstDirty int64, ra
 // cleanPlan is what a cleaning keeps: the offset map and the tombstone
 // horizon, from one pass over the cleanable range.
 type cleanPlan struct {
-	latest     map[string]int64 // key -> offset of its latest record in the dirty part
+	latest     offsetMap // key -> offset of its latest record in the dirty part
 	firstDirty int64
 	horizon    int64           // tombstones of the clean part below this timestamp go
 	lastOf     map[int64]int64 // producer id -> base of its last batch in the range
@@ -210,7 +210,7 @@ type cleanPlan struct {
 // part, each producer's last batch, and the clean part's newest
 // timestamp.
 func planClean(views []segView, firstDirty int64, cfg CleanConfig) (*cleanPlan, error) {
-	p := &cleanPlan{latest: map[string]int64{}, firstDirty: firstDirty, lastOf: map[int64]int64{}, horizon: -1 << 62}
+	p := &cleanPlan{latest: offsetMap{index: map[string]int{}}, firstDirty: firstDirty, lastOf: map[int64]int64{}, horizon: -1 << 62}
 	cleanMaxTS := int64(-1 << 62)
 	for _, v := range views {
 		if cfg.Throttle != nil {
@@ -230,7 +230,7 @@ func planClean(views []segView, firstDirty int64, cfg CleanConfig) (*cleanPlan, 
 			}
 			return eachRecord(b, info, func(r record) error {
 				if r.offset >= firstDirty && r.key != nil {
-					p.latest[string(r.key)] = r.offset
+					p.latest.put(r.key, r.offset)
 				}
 				return nil
 			})
@@ -245,12 +245,36 @@ func planClean(views []segView, firstDirty int64, cfg CleanConfig) (*cleanPlan, 
 	return p, nil
 }
 
+// offsetMap maps keys to offsets, allocating only for a key it has not
+// seen (a map assignment with a []byte key converts it to a new string).
+type offsetMap struct {
+	index   map[string]int
+	offsets []int64
+}
+
+func (m *offsetMap) put(key []byte, off int64) {
+	if i, ok := m.index[string(key)]; ok {
+		m.offsets[i] = off
+		return
+	}
+	m.index[string(key)] = len(m.offsets)
+	m.offsets = append(m.offsets, off)
+}
+
+func (m *offsetMap) get(key []byte) (int64, bool) {
+	i, ok := m.index[string(key)]
+	if !ok {
+		return 0, false
+	}
+	return m.offsets[i], true
+}
+
 // keep reports whether record r of a batch with maxTS survives.
 func (p *cleanPlan) keep(r record, batchMaxTS int64) bool {
 	if r.key == nil {
 		return false // a compacted topic refuses keyless records; older ones go
 	}
-	if at, ok := p.latest[string(r.key)]; ok && at > r.offset {
+	if at, ok := p.latest.get(r.key); ok && at > r.offset {
 		return false
 	}
 	if r.tombstone && r.offset < p.firstDirty && batchMaxTS < p.horizon {
