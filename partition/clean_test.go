@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
 )
 
 // cleanModel is every record produced, by offset, and the cleanings done.
@@ -434,4 +436,80 @@ func FuzzClean(f *testing.F) {
 		}
 		r.clean()
 	})
+}
+
+// An ISR follower copies a cleaned leader's log batch by batch (gapped
+// offset deltas, empty batches and all) and ends byte-identical, with the
+// same producer state as the leader once both reopen.
+func TestClean_ISRFollowerCopiesCleanedLog(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes, cfg.MaxBatchBytes = 1<<10, 1<<10
+	leader := openISR(t, t.TempDir(), cfg)
+	if err := leader.BecomeLeader(1); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := range 200 {
+		recs := []testRecord{{ts: int64(i), key: []byte(fmt.Sprintf("k%d", rng.IntN(4))), value: []byte("v")}}
+		b := makeBatch(t, batchSpec{records: recs, producerID: 9, producerEpoch: 0, baseSequence: int32(i)})
+		mustProduce(t, leader, b, 1)
+	}
+	if _, err := leader.SetHighWatermark(leader.EndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := leader.Log().Clean(CleanConfig{UpTo: leader.HighWatermark(), Now: time.UnixMilli(1000)})
+	if err != nil || !st.Cleaned || st.RecordsDropped == 0 {
+		t.Fatalf("clean: %+v %v", st, err)
+	}
+	f := openISR(t, t.TempDir(), cfg)
+	catchUp(t, f, leader)
+	if a, b := logBytes(t, leader.Log()), logBytes(t, f.Log()); !bytes.Equal(a, b) {
+		t.Fatalf("follower differs from the cleaned leader at byte %d", firstDifference(a, b))
+	}
+	if a, b := f.Producer(9), leader.Producer(9); a == nil || b == nil || a.Batches[len(a.Batches)-1] != b.Batches[len(b.Batches)-1] {
+		t.Fatalf("producer 9's last batch: follower %+v, leader %+v", a, b)
+	}
+}
+
+// A raft replica whose log was cleaned sends it in a snapshot; the
+// follower that installs it holds the same bytes and producer state.
+func TestClean_RaftSnapshotOfCleanedLog(t *testing.T) {
+	leader := newReplicaHarness(t)
+	leader.apply(2, nil)
+	for i := range 300 {
+		recs := []testRecord{{ts: int64(i), key: []byte(fmt.Sprintf("k%d", i%5)), value: make([]byte, 40)}}
+		leader.produce(2, makeBatch(t, batchSpec{records: recs, producerID: 1, producerEpoch: 0, baseSequence: int32(i)}))
+		if i%50 == 49 {
+			if err := leader.r.Log().Roll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ll := leader.r.Log()
+	st, err := ll.Clean(CleanConfig{UpTo: ll.HighWatermark(), Now: time.UnixMilli(1000)})
+	if err != nil || !st.Cleaned || st.RecordsDropped == 0 {
+		t.Fatalf("clean: %+v %v", st, err)
+	}
+	data, err := leader.r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: new(leader.index), Term: new(uint64(2))}}
+	body, err := leader.r.SnapshotBody(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := newReplicaHarness(t)
+	if err := follower.r.ReceiveSnapshot(snap, body); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.r.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := logBytes(t, ll), logBytes(t, follower.r.Log()); !bytes.Equal(a, b) {
+		t.Fatalf("the follower's log differs from the cleaned leader's at byte %d", firstDifference(a, b))
+	}
+	if r := follower.produce(2, makeBatch(t, batchSpec{records: []testRecord{{key: []byte("k4"), value: []byte("x")}}, producerID: 1, producerEpoch: 0, baseSequence: 299})); !r.Duplicate {
+		t.Errorf("the producer's last batch did not survive cleaning and the snapshot: %+v", r)
+	}
 }
