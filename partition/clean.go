@@ -578,7 +578,9 @@ func (l *Log) loadCleaned(base int64, path string, data []byte) (*segment, error
 		pos = h.end()
 	}
 	s.seal()
-	if err := s.writeIndexes(l.fs); err != nil {
+	if err := s.writeIndexes(l.fs); err == nil {
+		err = s.sync(l.fs)
+	} else {
 		s.release()
 		return nil, fmt.Errorf("clean: segment %d indexes: %w", base, err)
 	}
