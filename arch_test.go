@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"sim":             {"raftgroup", "partition", "coordinator", "broker"},
 	"chaos":           {},
 	"jepsen":          {"chaos"},
+	"console":         {"broker"},
 	"cmd":             {"*"},
 }
 

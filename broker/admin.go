@@ -18,9 +18,10 @@ func (n *Node) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listen %s: %w", n.cfg.AdminAddr, err)
 	}
-	n.metrics.reg.MustRegister(partitionCollector{n})
+	n.metrics.reg.MustRegister(partitionCollector{n}, dashboardCollector{n})
 	n.metrics.registerWAL(n.host.Metrics)
 	n.metrics.registerOffline(func() int { return len(n.offlineReplicas()) })
+	n.metrics.registerUnderReplicatedRaft(n.underReplicatedRaft)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -29,7 +30,7 @@ func (n *Node) startAdmin() error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/v1/status", n.serveStatus)
-	mux.HandleFunc("/", n.serveIndex)
+	mux.Handle("/", n.adminRoot())
 	n.adminLn = ln
 	n.admin = &http.Server{Handler: mux}
 	n.wg.Add(1)

@@ -88,6 +88,13 @@ func (n *Node) alterTopic(ctx context.Context, resourceType kmsg.ConfigResourceT
 		msg := "only topic configs can be altered"
 		return kerr.InvalidRequest.Code, &msg
 	}
+	if t := n.meta.View().Topics[ac.Name]; t != nil {
+		// Rules apply cannot hold for old logs' sake (CheckAlter); a
+		// missing topic is left to apply to report.
+		if err := coordinator.CheckAlter(t, ac.Set, ac.Delete, ac.Replace); err != nil {
+			return coordinator.KafkaError(err)
+		}
+	}
 	cmd := &coordinator.Command{AlterConfigs: ac}
 	var res coordinator.Result
 	var err error

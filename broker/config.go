@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,10 @@ type Config struct {
 	KafkaAddr string
 	PeerAddr  string
 	AdminAddr string
+	// Console, if set, makes the handler the admin port serves at / (and
+	// every path no other admin handler takes), in place of the plain-text
+	// index: the web console (package console), given the node.
+	Console func(*Node) http.Handler
 	// AdvertisedKafkaAddr is what Metadata tells clients; empty means
 	// KafkaAddr (which then must not be a wildcard address).
 	AdvertisedKafkaAddr string
@@ -104,7 +109,8 @@ type Config struct {
 	ReplicaFetchWaitMax time.Duration
 	// EligibleLeaderReplicas turns on KIP-966 for ISR partitions; the
 	// metadata leader proposes it to group 0 when the cluster's feature
-	// differs.
+	// differs, so the metadata leader's flag wins: give every node the
+	// same.
 	EligibleLeaderReplicas bool
 
 	Logger *slog.Logger
@@ -160,6 +166,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: WAL segment bytes %d below 64 KiB", c.WALSegmentBytes)
 	case c.DefaultPartitions < 1 || c.DefaultReplicationFactor < 1:
 		return errors.New("broker: default partitions and replication factor must be positive")
+	case c.ReplicaLagTimeMax <= 0:
+		return fmt.Errorf("broker: replica lag time max %s must be positive", c.ReplicaLagTimeMax)
+	case c.ReplicaFetchWaitMax <= 0:
+		return fmt.Errorf("broker: replica fetch wait max %s must be positive", c.ReplicaFetchWaitMax)
 	}
 	if err := c.validateGroups(); err != nil {
 		return err

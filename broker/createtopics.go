@@ -41,6 +41,12 @@ func (n *Node) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopi
 	cmd := n.createCommand(rt)
 	var res coordinator.Result
 	var err error
+	if err := coordinator.CheckCreate(cmd.Configs, createRF(cmd)); err != nil {
+		// Rules apply cannot hold for old logs' sake: checked here,
+		// before anything is proposed, validateOnly or not.
+		out.ErrorCode, out.ErrorMessage = coordinator.KafkaError(err)
+		return out
+	}
 	if validateOnly {
 		res = n.meta.Try(&coordinator.Command{CreateTopic: cmd})
 	} else {
@@ -56,6 +62,7 @@ func (n *Node) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopi
 		cfg := kmsg.NewCreateTopicsResponseTopicConfig()
 		v := t.Config(d.Name)
 		cfg.Name, cfg.Value, cfg.Source = d.Name, &v, int8(configSource(t, d.Name))
+		cfg.ReadOnly = configReadOnly(t, d)
 		out.Configs = append(out.Configs, cfg)
 	}
 	if !validateOnly {
@@ -65,7 +72,7 @@ func (n *Node) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopi
 }
 
 func (n *Node) createCommand(rt *kmsg.CreateTopicsRequestTopic) *coordinator.CreateTopic {
-	c := &coordinator.CreateTopic{Name: rt.Topic, ID: newTopicID(), Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}, RefuseCollision: true}
+	c := &coordinator.CreateTopic{Name: rt.Topic, ID: newTopicID(), Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}, RefuseCollision: true, AllowISR: true}
 	if c.Partitions == -1 {
 		c.Partitions = n.cfg.DefaultPartitions
 	}
@@ -89,6 +96,15 @@ func (n *Node) createCommand(rt *kmsg.CreateTopicsRequestTopic) *coordinator.Cre
 		c.Partitions = int32(len(rt.ReplicaAssignment))
 	}
 	return c
+}
+
+// createRF is the replication factor cmd will get: its assignment's, or
+// the one it asks for (the broker's default already filled in).
+func createRF(cmd *coordinator.CreateTopic) int {
+	if len(cmd.Assignment) > 0 {
+		return len(cmd.Assignment[0])
+	}
+	return int(cmd.ReplicationFactor)
 }
 
 // awaitLeaders waits until every partition of topic has a known, live

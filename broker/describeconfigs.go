@@ -73,6 +73,7 @@ func topicConfigEntries(t *coordinator.Topic, synonyms, docs bool) []kmsg.Descri
 		c.Name, c.Value, c.ConfigType = d.Name, &v, d.Type
 		c.Source = configSource(t, d.Name)
 		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+		c.ReadOnly = configReadOnly(t, d)
 		if synonyms {
 			c.ConfigSynonyms = configSynonyms(d, v, c.Source)
 		}
@@ -83,6 +84,13 @@ func topicConfigEntries(t *coordinator.Topic, synonyms, docs bool) []kmsg.Descri
 		out = append(out, c)
 	}
 	return out
+}
+
+// configReadOnly reports whether a request may not set d on t:
+// replication.mode is fixed at creation, and a raft topic refuses the
+// keys only ISR mode reads (coordinator.CheckAlter).
+func configReadOnly(t *coordinator.Topic, d coordinator.ConfigDef) bool {
+	return d.Name == "replication.mode" || d.ISROnly != "" && !t.IsISR()
 }
 
 func configSynonyms(d coordinator.ConfigDef, v string, src kmsg.ConfigSource) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {

@@ -50,7 +50,16 @@
 // election by a moment; clients retry on NOT_LEADER_OR_FOLLOWER, which
 // carries the new leader (KIP-951) where known.
 //
-// Topic configs: every node applies a topic's configs to its open
+// ISR of a raft topic in Metadata (insync_raft.go): the replicas whose
+// log is within ReplicaLagTimeMax of the leader's, as the leader's node
+// sees from raft's progress; other nodes list every live replica.
+// raftq_under_replicated_partitions{mode="raft"} counts the partitions
+// led here with a replica out of sync by that rule.
+//
+// Topic configs: CreateTopics and both AlterConfigs check the rules that
+// apply cannot (coordinator.CheckCreate, CheckAlter: ISR-only keys on
+// raft topics, min.insync.replicas above the replication factor, a mode
+// change) before they propose, validateOnly too. Every node applies a topic's configs to its open
 // replicas whenever the metadata changes (reconcile.go,
 // applyTopicConfigs), so an altered retention, segment size,
 // max.message.bytes, compression.type or message.timestamp.type takes

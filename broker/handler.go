@@ -13,7 +13,7 @@ import (
 func (n *Node) handler() kafka.Handler {
 	m := kafka.NewMux()
 	route := func(key, maxVersion int16, fn kafka.ServeFunc) {
-		m.Handle(kafka.APIRange{Key: key, MinVersion: 0, MaxVersion: maxVersion}, fn)
+		m.Handle(kafka.APIRange{Key: key, MinVersion: 0, MaxVersion: maxVersion}, n.metrics.dash.counted(fn))
 	}
 	route(kmsg.ApiVersions.Int16(), 4, n.serveApiVersions)
 	route(kmsg.Metadata.Int16(), 12, n.serveMetadata)

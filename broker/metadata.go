@@ -152,10 +152,13 @@ func (n *Node) partitionMetadata(st *coordinator.State, p *coordinator.Partition
 	} else {
 		mp.ErrorCode = kerr.LeaderNotAvailable.Code
 	}
+	lagging := n.laggingReplicas(p) // raft topics' ISR: insync_raft.go
 	for _, id := range p.Replicas {
 		mp.Replicas = append(mp.Replicas, int32(id))
 		if b, ok := st.Brokers[id]; ok && b.Alive && !(selfOffline && id == n.cfg.NodeID) {
-			mp.ISR = append(mp.ISR, int32(id))
+			if !lagging[id] {
+				mp.ISR = append(mp.ISR, int32(id))
+			}
 		} else {
 			mp.OfflineReplicas = append(mp.OfflineReplicas, int32(id))
 		}

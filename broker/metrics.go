@@ -25,6 +25,7 @@ type metrics struct {
 	walSync     prometheus.Histogram
 	produceRecs prometheus.Counter
 	replicate   *prometheus.HistogramVec
+	dash        *dashboard // metrics_dashboard.go
 }
 
 var _ kafka.Observer = (*metrics)(nil)
@@ -55,6 +56,7 @@ func newMetrics() *metrics {
 	}, []string{"until"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.dash = newDashboard(m.reg)
 	return m
 }
 
@@ -63,6 +65,21 @@ func newMetrics() *metrics {
 func (m *metrics) registerOffline(count func() int) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "raftq_offline_replicas", Help: "Partition replicas placed on this node that it cannot open; see offline_replicas in /v1/status.",
+	}, func() float64 { return float64(count()) }))
+}
+
+// underReplicatedHelp is the help text of raftq_under_replicated_partitions,
+// which both replication modes export, each with its own mode label: the
+// registry accepts one name only with one help text.
+const underReplicatedHelp = "Partitions this node leads with a replica out of sync, by replication mode: raft, a voter whose log has not held everything the leader's did for longer than --replica-lag-time-max, or a replica not alive; isr, an ISR smaller than the replica set."
+
+// registerUnderReplicatedRaft exports the raft side of
+// raftq_under_replicated_partitions (mode="raft"), read at scrape time
+// (Node.underReplicatedRaft).
+func (m *metrics) registerUnderReplicatedRaft(count func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "raftq_under_replicated_partitions", Help: underReplicatedHelp,
+		ConstLabels: prometheus.Labels{"mode": "raft"},
 	}, func() float64 { return float64(count()) }))
 }
 
@@ -92,7 +109,8 @@ func (m *metrics) RequestDone(_ *kafka.Conn, key, _ int16, outcome kafka.Outcome
 	m.latency.WithLabelValues(api).Observe(latency.Seconds())
 }
 
-func (m *metrics) countProduce(resp *kmsg.ProduceResponse) {
+func (m *metrics) countProduce(r *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+	m.dash.produced(r, resp)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			m.produced.WithLabelValues(strconv.Itoa(int(p.ErrorCode))).Inc()
@@ -101,6 +119,7 @@ func (m *metrics) countProduce(resp *kmsg.ProduceResponse) {
 }
 
 func (m *metrics) countFetch(resp *kmsg.FetchResponse) {
+	m.dash.fetched(resp)
 	n := 0
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {

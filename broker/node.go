@@ -96,7 +96,8 @@ func (n *Node) start() error {
 		return err
 	}
 	_, peerAddr, adminAddr := n.Addrs()
-	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr, Incarnation: n.incarnation})
+	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr, Incarnation: n.incarnation,
+		StartID: coordinator.NewStartID()})
 	n.goLoop("retention", n.retentionLoop)
 	n.goLoop("groups", n.groupsLoop)
 	n.log.Info("node started", "kafka", n.kafka.Addr(), "peer", n.peer.Addr(), "admin", n.adminLn.Addr(),
@@ -145,7 +146,7 @@ func (n *Node) startRaft() error {
 // start once the node listens.
 func (n *Node) startController() error {
 	c, err := coordinator.NewController(coordinator.ControllerConfig{
-		NodeID: n.cfg.NodeID, Host: n.host, Metadata: n.meta, Nodes: n.cfg.nodeIDs(),
+		NodeID: n.cfg.NodeID, Host: n.host, Metadata: n.meta, Nodes: n.cfg.nodeIDs(), EligibleLeaderReplicas: n.cfg.EligibleLeaderReplicas,
 		DeadAfter:             3 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval,
 		LeaderBalanceInterval: n.cfg.LeaderBalanceInterval,
 		Connected:             func(id uint64) bool { return n.peer.Stats().Peers[id].Connected },

@@ -48,7 +48,7 @@ func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pendin
 	}
 	if r.Acks == 0 || len(waits) == 0 {
 		n.addLeaderEndpoints(resp)
-		n.metrics.countProduce(resp)
+		n.metrics.countProduce(r, resp)
 		if r.Acks == 0 {
 			return kafka.NoResponse()
 		}
@@ -65,7 +65,7 @@ func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pendin
 		n.addLeaderEndpoints(resp)
 		// Counted once the waits have filled in every outcome: an error
 		// found at apply (a sequence gap) or a timeout is not a success.
-		n.metrics.countProduce(resp)
+		n.metrics.countProduce(r, resp)
 		f.Complete(resp, nil)
 	}()
 	return f

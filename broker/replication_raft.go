@@ -250,3 +250,26 @@ func (a *raftAppend) Committed(ctx context.Context) (partition.ProduceResult, er
 	}
 	return *pr, nil
 }
+
+// lagging reports the voters whose log, by the leader's raft progress,
+// has not held everything the leader's held for longer than lag
+// (laggingVoters, insync_raft.go). The leader itself is never lagging,
+// as a Kafka leader is always in its ISR: raft counts its own copy only
+// once durable, and a slow fsync of its own is no under-replication.
+func (r *raftGroup) lagging(now time.Time, lag time.Duration) (map[uint64]bool, bool) {
+	voters, last, ok := r.g.Progress()
+	if !ok {
+		return nil, false
+	}
+	self := r.g.Status().Node
+	var out map[uint64]bool
+	for _, v := range voters {
+		if v.ID != self && v.Lag(now, last) > lag {
+			if out == nil {
+				out = map[uint64]bool{}
+			}
+			out[v.ID] = true
+		}
+	}
+	return out, true
+}

@@ -246,3 +246,38 @@ func (c *testCluster) everyLog(t *testing.T, what, topic string, p int32, cond f
 		return true
 	})
 }
+
+// A restarted node registers again with a new StartID (so that group 0
+// fences it out of every ISR until it catches up), and its raft
+// partitions notice nothing: placement is unchanged, no ISR state
+// appears, and every partition takes writes with every record kept.
+func TestNode_RestartRegistersANewStart(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "rs", 2, 3)
+	produceSync(t, cl, "rs", 0, "a")
+	produceSync(t, cl, "rs", 1, "b")
+	before := c.nodes[1].Metadata()
+	was := before.Brokers[2]
+	if len(was.StartID) != 32 {
+		t.Fatalf("broker 2 registered with StartID %q, want 32 hex digits", was.StartID)
+	}
+	c.stop(2)
+	c.start(2)
+	eventually(t, "node 2's new registration on node 1", func() bool {
+		b := c.nodes[1].Metadata().Brokers[2]
+		return b.StartID != was.StartID && b.Epoch > was.Epoch && b.Alive
+	})
+	after := c.nodes[1].Metadata()
+	for i, p := range after.Topics["rs"].Partitions {
+		q := before.Topics["rs"].Partitions[i]
+		if !slices.Equal(p.Replicas, q.Replicas) || p.Group != q.Group || len(p.ISR)+len(p.ELR) != 0 || p.PartitionEpoch != 0 {
+			t.Errorf("partition %d after the restart: %+v, was %+v", i, p, q)
+		}
+	}
+	produceSync(t, cl, "rs", 0, "c")
+	produceSync(t, cl, "rs", 1, "d")
+	if recs := consumeAll(t, c, "rs", 0, 2); string(recs[0].Value) != "a" || string(recs[1].Value) != "c" {
+		t.Errorf("rs-0 after the restart: %q %q", recs[0].Value, recs[1].Value)
+	}
+}

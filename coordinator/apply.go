@@ -216,6 +216,11 @@ func (s *State) alterConfigs(c *AlterConfigs) Result {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation")}
 	}
 	if t.IsISR() {
+		// No entry written before ISR mode holds an ISR topic, so this
+		// rule changes no old entry's outcome.
+		if err := checkMinISR(t.Configs, t.ReplicationFactor()); err != nil {
+			return Result{Err: err}
+		}
 		s.reelectISR(t)
 	}
 	s.Topics[t.Name] = t

@@ -48,10 +48,8 @@ type CreateTopic struct {
 	RefuseCollision bool `json:"refuse_collision,omitempty"`
 	// AllowISR lets replication.mode=isr through. Without it the mode is
 	// refused as reserved, as every entry written before ISR mode was
-	// refused, so that such an entry replays as it was applied. Today only
-	// tests set it (group 0's ISR rules exist, the broker side does not);
-	// once the broker side exists every proposer sets it, as with
-	// RefuseCollision.
+	// refused, so that such an entry replays as it was applied. The
+	// broker's CreateTopics sets it, as it sets RefuseCollision.
 	AllowISR bool `json:"allow_isr,omitempty"`
 }
 

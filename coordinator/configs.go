@@ -2,9 +2,12 @@ package coordinator
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/partition"
@@ -16,6 +19,9 @@ type ConfigDef struct {
 	Default string
 	Doc     string
 	Type    kmsg.ConfigType // as Kafka types the same key
+	// ISROnly, when set, says why the key means nothing to a raft topic;
+	// the broker refuses it there with this reason.
+	ISROnly string
 	check   func(string) error
 }
 
@@ -42,11 +48,22 @@ func buildTopicConfigs() map[string]ConfigDef {
 	defineConfig("index.interval.bytes", "4096", kmsg.ConfigTypeInt, "bytes between sparse index entries", intAtLeast(0))
 	defineConfig("message.timestamp.type", "CreateTime", kmsg.ConfigTypeString, "CreateTime keeps the producer's timestamps; LogAppendTime has the leader stamp each batch with its own clock when it takes it", oneOf("CreateTime", "LogAppendTime"))
 	defineConfig("compression.type", "producer", kmsg.ConfigTypeString, "producer stores batches as produced; uncompressed, gzip, snappy, lz4 or zstd makes the leader recompress batches in any other codec before they are replicated", oneOf("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"))
-	defineConfig("min.insync.replicas", "1", kmsg.ConfigTypeInt, "isr mode only; with replication.mode=raft an acks=all write waits for a majority of the replicas (2 of 3, 3 of 5), whatever this says", intAtLeast(1))
-	defineConfig("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean, "isr mode only; raft mode never elects a replica that lacks committed writes", oneOf("true", "false"))
+	defineConfig("min.insync.replicas", "1", kmsg.ConfigTypeInt, "isr mode only: an acks=all write is refused (NOT_ENOUGH_REPLICAS) while the ISR has fewer members; with replication.mode=raft an acks=all write waits for a majority of the replicas (2 of 3, 3 of 5) instead", intAtLeast(1))
+	defineConfig("unclean.leader.election.enable", "false", kmsg.ConfigTypeBoolean, "isr mode only: with no in-sync replica left, elect any live replica, which may lack acknowledged writes; raft mode never elects a replica that lacks committed writes", oneOf("true", "false"))
 	defineConfig("flush.messages", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log once this many records are unflushed (1: every batch before it counts); the default never does, trusting replication as Kafka does; raft mode's durability is the node's --fsync", intAtLeast(1))
-	defineConfig("flush.ms", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log data older than this; the default never does", intAtLeast(0))
-	defineConfig("replication.mode", ModeRaft, kmsg.ConfigTypeString, "raft (each partition a raft group) or isr (Kafka-style)", oneOf(ModeRaft, ModeISR))
+	defineConfig("flush.ms", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log data older than this many milliseconds; the default never does", intAtLeast(0))
+	defineConfig("replication.mode", ModeRaft, kmsg.ConfigTypeString, "raft (each partition a raft group) or isr (Kafka-style: group 0 keeps the ISR and elects leaders, followers fetch from the leader); set at creation only", oneOf(ModeRaft, ModeISR))
+	isrOnly := map[string]string{
+		"min.insync.replicas":            "a raft topic's acks=all waits for a majority of its replicas",
+		"unclean.leader.election.enable": "a raft topic elects only a replica that holds every committed write",
+		"flush.messages":                 "a raft topic's durability is the node's --fsync policy",
+		"flush.ms":                       "a raft topic's durability is the node's --fsync policy",
+	}
+	for name, why := range isrOnly {
+		d := defs[name]
+		d.ISROnly = why
+		defs[name] = d
+	}
 	return defs
 }
 
@@ -118,7 +135,108 @@ func validateTopicConfigs(cfgs map[string]string, allowISR bool) error {
 	if cfgs["replication.mode"] == ModeISR && !allowISR {
 		return fmt.Errorf("topic config replication.mode: %q is reserved and not implemented yet", ModeISR)
 	}
+	if cfgs["replication.mode"] != ModeISR {
+		// flush.messages and flush.ms were unknown keys before ISR mode,
+		// so every older entry that set them on a raft topic was refused;
+		// refusing them here keeps such entries' outcome (doc.go,
+		// "Versions"). The other ISR-only keys were accepted on raft
+		// topics then, so only the broker refuses them (CheckCreate).
+		for _, k := range []string{"flush.messages", "flush.ms"} {
+			if _, ok := cfgs[k]; ok {
+				return isrOnlyErr(k)
+			}
+		}
+	}
 	return nil
+}
+
+func isrOnlyErr(key string) error {
+	return fmt.Errorf("%s applies to replication.mode=%s; %s", key, ModeISR, topicConfigDefs[key].ISROnly)
+}
+
+// CheckCreate is the broker's check of a new topic's explicit configs
+// and replication factor, before it proposes the topic: the rules below
+// are new since entries were first written to group 0's log, so apply
+// cannot enforce them on raft topics without changing how old entries
+// replay (doc.go, "Versions"). It refuses ISR-only keys on a raft topic
+// and min.insync.replicas above the replication factor on an ISR topic.
+// Values apply validates are left to it: CheckCreate skips what it
+// cannot parse. The error carries INVALID_CONFIG, as Kafka answers.
+func CheckCreate(cfgs map[string]string, rf int) error {
+	if err := checkModeConfigs(cfgs["replication.mode"] == ModeISR, cfgs); err != nil {
+		return err
+	}
+	return checkMinISR(cfgs, rf)
+}
+
+// CheckAlter is CheckCreate for a change of topic t's configs: set and
+// delete as in AlterConfigs, and replace for the non-incremental
+// AlterConfigs, whose set becomes every explicit config. It also refuses
+// a change of replication.mode with a reason (apply refuses it too, but
+// with less to say). Keys t already holds are not checked again: a raft
+// topic created before these rules may keep its min.insync.replicas.
+func CheckAlter(t *Topic, set map[string]string, del []string, replace bool) error {
+	next := maps.Clone(set)
+	if !replace {
+		next = maps.Clone(t.Configs)
+		if next == nil {
+			next = map[string]string{}
+		}
+		maps.Copy(next, set)
+		for _, k := range del {
+			delete(next, k)
+		}
+	}
+	was, now := t.Config("replication.mode"), modeOf(next)
+	switch {
+	case now != ModeRaft && now != ModeISR:
+		return nil // apply names the bad value
+	case was != now && replace && set["replication.mode"] == "":
+		return cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation: this topic is %s, and a non-incremental AlterConfigs resets every config it does not name; name replication.mode=%s or use IncrementalAlterConfigs", was, was)
+	case was != now:
+		return cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation (topic %q is %s); create a new topic with replication.mode=%s instead", t.Name, was, now)
+	}
+	if err := checkModeConfigs(was == ModeISR, set); err != nil {
+		return err
+	}
+	if _, ok := set["min.insync.replicas"]; ok {
+		return checkMinISR(next, t.ReplicationFactor())
+	}
+	return nil
+}
+
+func modeOf(cfgs map[string]string) string {
+	if m, ok := cfgs["replication.mode"]; ok {
+		return m
+	}
+	return topicConfigDefs["replication.mode"].Default
+}
+
+// checkModeConfigs refuses, on a raft topic, the keys that only ISR mode
+// reads, in key order.
+func checkModeConfigs(isr bool, cfgs map[string]string) error {
+	if isr {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfgs)) {
+		if topicConfigDefs[k].ISROnly != "" {
+			return cmdErr(kerr.InvalidConfig, "%s", isrOnlyErr(k))
+		}
+	}
+	return nil
+}
+
+// checkMinISR refuses an ISR topic's min.insync.replicas above its
+// replication factor: acks=all could never succeed.
+func checkMinISR(cfgs map[string]string, rf int) error {
+	if modeOf(cfgs) != ModeISR {
+		return nil
+	}
+	min, err := strconv.ParseInt(cfgs["min.insync.replicas"], 10, 64)
+	if err != nil || rf <= 0 || min <= int64(rf) {
+		return nil
+	}
+	return cmdErr(kerr.InvalidConfig, "min.insync.replicas %d exceeds the replication factor %d: no acks=all write could succeed", min, rf)
 }
 
 // ConfigInt returns an integer config of t (its default if unset or bad).

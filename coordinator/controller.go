@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +46,10 @@ type ControllerConfig struct {
 	// LeaderBalanceInterval is how often leadership goes back to
 	// preferred replicas (0: never).
 	LeaderBalanceInterval time.Duration
+	// EligibleLeaderReplicas is the node's KIP-966 flag: as metadata
+	// leader, the node proposes it to group 0 whenever the cluster's
+	// feature differs (the metadata leader's flag wins).
+	EligibleLeaderReplicas bool
 	// Connected reports whether this node hears from node id now.
 	Connected func(id uint64) bool
 	// Local lists the partition replicas this node hosts.
@@ -103,6 +109,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 }
 
 // Start starts the loops, registering self as this node's broker.
+// self.StartID should be new with each process start (NewStartID).
 func (c *Controller) Start(self Broker) {
 	c.goLoop("register", func(ctx context.Context) { c.registerLoop(ctx, self) })
 	c.goLoop("reconcile", c.reconcileLoop)
@@ -111,6 +118,15 @@ func (c *Controller) Start(self Broker) {
 	if c.cfg.LeaderBalanceInterval > 0 {
 		c.goLoop("leader-balance", c.leaderBalanceLoop)
 	}
+}
+
+// NewStartID returns a random name for one start of a broker's process
+// (Broker.StartID), from crypto/rand so that the simulator's seeded
+// randomness makes it deterministic.
+func NewStartID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 // Close stops the loops and waits for them. Group 0 itself closes with

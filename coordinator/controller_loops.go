@@ -12,14 +12,17 @@ import (
 )
 
 // registerLoop registers this broker in the metadata, and again whenever
-// the registration there differs (a restart with new addresses, or a
-// snapshot that predates it).
+// the registration there differs: on every start, since me.StartID is new
+// with each process (group 0 then fences the broker out of every ISR
+// until it has caught up again, KIP-966's rule; raft partitions are left
+// as they were), on new addresses, or after a snapshot that predates the
+// registration.
 func (c *Controller) registerLoop(ctx context.Context, me Broker) {
 	m := c.cfg.Metadata
 	for {
 		changed := m.Changed()
 		if b, ok := m.View().Brokers[me.ID]; !ok || b.KafkaAddr != me.KafkaAddr || b.PeerAddr != me.PeerAddr ||
-			b.AdminAddr != me.AdminAddr || b.Incarnation != me.Incarnation {
+			b.AdminAddr != me.AdminAddr || b.Incarnation != me.Incarnation || b.StartID != me.StartID {
 			res, err := c.ProposeRetry(ctx, &Command{RegisterBroker: &me})
 			switch {
 			case err == nil && res.Err == nil:
@@ -106,7 +109,24 @@ func (c *Controller) metadataLeaderLoop(ctx context.Context) {
 		}
 		c.addLearners(ctx)
 		c.updateLiveness(ctx, lastHeard)
+		c.syncFeatures(ctx)
 	})
+}
+
+// syncFeatures proposes this node's EligibleLeaderReplicas flag when the
+// cluster's feature differs. The feature lives in group 0's state
+// (apply must not read a node flag), so the metadata leader's flag wins;
+// nodes started with different flags would flip it at each change of
+// metadata leader.
+func (c *Controller) syncFeatures(ctx context.Context) {
+	want := c.cfg.EligibleLeaderReplicas
+	if c.cfg.Metadata.View().EligibleLeaderReplicas == want {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := c.Propose(pctx, &Command{UpdateFeatures: &UpdateFeatures{EligibleLeaderReplicas: want}})
+	c.log.Info("eligible leader replicas feature", "on", want, "err", err)
 }
 
 func (c *Controller) addLearners(ctx context.Context) {

@@ -55,6 +55,12 @@ func (f *fakeLocal) transfers() []uint64 {
 // real WAL (node 1, group 0's only voter).
 func newTestController(t *testing.T, mod func(*ControllerConfig)) *Controller {
 	t.Helper()
+	return newTestControllerAs(t, Broker{ID: 1, KafkaAddr: "127.0.0.1:9092"}, mod)
+}
+
+// newTestControllerAs is newTestController registering self.
+func newTestControllerAs(t *testing.T, self Broker, mod func(*ControllerConfig)) *Controller {
+	t.Helper()
 	hc := raftgroup.DefaultConfig()
 	hc.NodeID, hc.DataDir, hc.Transport = 1, t.TempDir(), noNet{}
 	hc.TickInterval, hc.ElectionTicks = 10*time.Millisecond, 10
@@ -76,7 +82,7 @@ func newTestController(t *testing.T, mod func(*ControllerConfig)) *Controller {
 		c.Close()
 		_ = h.Close()
 	})
-	c.Start(Broker{ID: 1, KafkaAddr: "127.0.0.1:9092"})
+	c.Start(self)
 	return c
 }
 
@@ -175,5 +181,38 @@ func TestVoters(t *testing.T) {
 		if got := Voters(c.nodes); len(got) != c.want || got[0] != 1 {
 			t.Errorf("Voters(%v) = %v, want the first %d in order", c.nodes, got, c.want)
 		}
+	}
+}
+
+// A registration with another StartID (another start of the process) is
+// replaced by this start's, which is what makes group 0 fence a restarted
+// broker out of every ISR.
+func TestController_ReRegistersOnANewStart(t *testing.T) {
+	self := Broker{ID: 1, KafkaAddr: "127.0.0.1:9092", StartID: NewStartID()}
+	c := newTestControllerAs(t, self, nil)
+	m := c.cfg.Metadata
+	waitFor(t, "the registration", func() bool { b, ok := m.View().Brokers[1]; return ok && b.StartID == self.StartID })
+	epoch := m.View().Brokers[1].Epoch
+	old := self
+	old.StartID = NewStartID()
+	if old.StartID == self.StartID || len(old.StartID) != 32 {
+		t.Fatalf("start ids %q and %q: want two different 16-byte hex ids", self.StartID, old.StartID)
+	}
+	mustPropose(t, c, &Command{RegisterBroker: &old})
+	waitFor(t, "the re-registration", func() bool { return m.View().Brokers[1].StartID == self.StartID })
+	if got := m.View().Brokers[1].Epoch; got <= epoch {
+		t.Errorf("broker epoch %d after re-registering, want above %d", got, epoch)
+	}
+}
+
+// The metadata leader proposes its EligibleLeaderReplicas flag whenever
+// the cluster's feature differs, on or off: its flag wins.
+func TestController_SyncsEligibleLeaderReplicas(t *testing.T) {
+	for _, want := range []bool{true, false} {
+		c := newTestController(t, func(cfg *ControllerConfig) { cfg.EligibleLeaderReplicas = want })
+		m := c.cfg.Metadata
+		waitFor(t, "the registration", func() bool { _, ok := m.View().Brokers[1]; return ok })
+		mustPropose(t, c, &Command{UpdateFeatures: &UpdateFeatures{EligibleLeaderReplicas: !want}})
+		waitFor(t, "the flag's value back", func() bool { return m.View().EligibleLeaderReplicas == want })
 	}
 }

@@ -42,9 +42,21 @@
 // recovering; ISR and ELR are distinct replicas with nothing in common;
 // raft partitions have no ISR state; leader, partition and broker epochs
 // never go back, a new leader comes with a new leader epoch and any change
-// with a new partition epoch. ISR mode is still refused unless the
-// creating command sets CreateTopic.AllowISR, which only tests do until
-// the broker side exists.
+// with a new partition epoch. ISR mode is refused unless the creating
+// command sets CreateTopic.AllowISR, which the broker's CreateTopics
+// does (entries written before it replay refused, as they were).
+//
+// Topic configs: validateTopicConfigs runs at apply on CreateTopic and
+// on AlterConfigs' resulting configs, so its rules are frozen for the
+// keys old entries could hold. flush.messages and flush.ms are refused on
+// raft topics there (they were unknown keys, so refused, before ISR
+// mode). The newer rules (min.insync.replicas and
+// unclean.leader.election.enable refused on raft topics, which apply
+// used to accept; replication.mode changes explained) live in
+// CheckCreate and CheckAlter, which the broker runs before it proposes,
+// validateOnly or not. Rules on ISR topics only (min.insync.replicas
+// above the replication factor) run at apply too: no old entry holds an
+// ISR topic.
 //
 // Versions: every start replays group 0's log from its last snapshot with
 // the binary now running, so apply may never change how an entry already
@@ -55,11 +67,15 @@
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:
-// registration (re-proposed whenever the registration differs), reconcile
+// registration (re-proposed whenever the registration differs, and so
+// on every start: each start has a new StartID), reconcile
 // (the node's hook that opens and removes its replicas, on every change),
 // leadership hints of the partitions the node leads, the metadata
 // leader's housekeeping (learners beyond the 1, 3 or 5 voters, broker
-// liveness from the transport) and leader balance (leadership back to the
+// liveness from the transport, and the ELR feature: it proposes
+// UpdateFeatures when the state differs from its own
+// ControllerConfig.EligibleLeaderReplicas, so the metadata leader's flag
+// wins) and leader balance (leadership back to the
 // preferred replica). It sees the node's replicas only as LocalReplica,
 // and the transport only as Connected. Its proposals fail with
 // ErrNoController when no group-0 leader took them. Close stops and waits

@@ -13,6 +13,7 @@
 //	(*Group).ProposeConfChange(ctx, *raftpb.ConfChangeV2) (*Proposal, error)
 //	(*Group).TransferLeadership(ctx, to) / ReadIndex(ctx) / Campaign()
 //	(*Group).Status() / WaitStatus(ctx, cond)
+//	(*Group).Progress()                     a leader's voters: match index, last caught up (progress.go)
 //	(*Proposal).Appended() / Done() / WaitAppended(ctx) / Wait(ctx)
 //	OpenDiskStorage(...) *DiskStorage; SetWALSegmentSize(bytes)
 //
@@ -110,7 +111,9 @@
 // which lock) and the state machine's persist function. Other goroutines queue work in the group's inbox
 // (bounded: MaxQueuedProposals proposals, MaxInboundMessages messages; a
 // full message queue drops, raft retransmits) and read the Status, which
-// the owner publishes atomically after every turn. The Host runs a ticker
+// the owner publishes atomically after every turn, and on a leader the
+// voters' Progress, whose atomics the owner stores into after every turn
+// (allocating only on a new term or voter set). The Host runs a ticker
 // goroutine (one tick for all groups) and a flusher goroutine that hands
 // each destination's queued envelopes to Transport.Send as one batch
 // (bounded by MaxOutboundMessages; on overflow or a refused batch the

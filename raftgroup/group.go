@@ -56,6 +56,8 @@ type Group struct {
 	quiescing      bool // tag the next heartbeats as the quiesce notice
 	halted         bool
 	lastSoft       raft.SoftState
+	// progressTargets pairs with progress (progress.go).
+	progressTargets []progressTarget
 
 	// Shared with other goroutines.
 	nextID       atomic.Uint64
@@ -69,6 +71,10 @@ type Group struct {
 	mu    sync.Mutex // guards the inbox below; a leaf lock
 	inbox inbox
 	space chan struct{} // closed when the proposal queue drains
+
+	// progress is the leader's view of its voters' logs (nil when not
+	// leading), stored by the owner (progress.go).
+	progress atomic.Pointer[progressView]
 
 	status   atomic.Pointer[Status]
 	statusMu sync.Mutex // guards statusCh; a leaf lock

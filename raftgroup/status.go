@@ -130,10 +130,12 @@ func (g *Group) WaitStatus(ctx context.Context, cond func(Status) bool) (Status,
 // publishStatus runs on the group goroutine.
 func (g *Group) publishStatus() {
 	bs := g.raw.BasicStatus()
+	last := g.lastIndex()
+	g.trackProgress(&bs, last)
 	s := Status{
 		Group: g.id, Node: g.node,
 		Term: bs.HardState.GetTerm(), Leader: bs.Lead, LeadTransferee: bs.LeadTransferee, Role: roleOf(bs.RaftState),
-		Commit: bs.HardState.GetCommit(), Applied: g.applied, LastIndex: g.lastIndex(),
+		Commit: bs.HardState.GetCommit(), Applied: g.applied, LastIndex: last,
 		Quiesced: g.quiesced.Load(), Stopped: g.halted,
 		Voters: g.conf.Voters, VotersOutgoing: g.conf.VotersOutgoing,
 		Learners: g.conf.Learners, LearnersNext: g.conf.LearnersNext,

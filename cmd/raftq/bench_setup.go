@@ -17,7 +17,9 @@ import (
 // figures carry their setup: the number of brokers, each broker's raftq
 // settings (the read-only raftq.* broker configs: fsync policy, WAL
 // layout, async writes, segment size) and the topic's partitions,
-// replication factor and replication.mode. It is asked before the run, so
+// replication factor and replication.mode (with an isr topic's
+// min.insync.replicas and unclean.leader.election.enable), and the
+// effective durability policy (durability). It is asked before the run, so
 // it costs the run nothing, and it gives up after 15 s. It returns what it
 // learned even with an error: brokers that did not answer are counted in
 // "brokers.unanswered".
@@ -38,15 +40,18 @@ func benchSetup(ctx context.Context, cf *clientFlags, topic string) (map[string]
 	td := md.Topics[topic]
 	setup["topic.partitions"] = strconv.Itoa(len(td.Partitions))
 	setup["topic.replication.factor"] = strconv.Itoa(td.Partitions.NumReplicas())
+	topicCfgs := map[string]string{}
 	if rcs, err := adm.DescribeTopicConfigs(ctx, topic); err == nil {
 		if rc, err := rcs.On(topic, nil); err == nil {
 			for _, c := range rc.Configs {
-				if c.Key == "replication.mode" {
-					setup["topic.replication.mode"] = c.MaybeValue()
-				}
+				topicCfgs[c.Key] = c.MaybeValue()
 			}
 		}
 	}
+	maps.Copy(setup, topicReplication(topicCfgs))
+	// Every return from here names the durability, once the brokers'
+	// fsync policy is known or known not to be.
+	defer func() { setup["durability"] = durability(topicCfgs, setup["raftq.fsync"]) }()
 	if len(md.Brokers) == 0 {
 		return setup, nil
 	}
@@ -66,6 +71,52 @@ func benchSetup(ctx context.Context, cf *clientFlags, topic string) (map[string]
 	}
 	maps.Copy(setup, raftqSettings(brokers))
 	return setup, nil
+}
+
+// topicReplication picks the topic configs a setup names: the mode, and
+// for an isr topic the settings that decide what acks=all means.
+func topicReplication(cfgs map[string]string) map[string]string {
+	out := map[string]string{}
+	if m, ok := cfgs["replication.mode"]; ok {
+		out["topic.replication.mode"] = m
+	}
+	if cfgs["replication.mode"] == "isr" {
+		for _, k := range []string{"min.insync.replicas", "unclean.leader.election.enable"} {
+			if v, ok := cfgs[k]; ok {
+				out["topic."+k] = v
+			}
+		}
+	}
+	return out
+}
+
+// flushNever is flush.messages' and flush.ms' default: Kafka never
+// fsyncs for them, trusting replication.
+const flushNever = "9223372036854775807"
+
+// durability names the effective durability policy of the bench's topic,
+// with no spaces so that the setup line stays key=value pairs: a raft
+// topic's is its nodes' --fsync (raftq.fsync, which governs every raft
+// WAL), "raft:fsync-always" or "raft:fsync-never"; an isr topic's is its
+// flush.messages and flush.ms, "isr:flush-never(kafka-default)" or say
+// "isr:flush.messages=1".
+func durability(cfgs map[string]string, fsync string) string {
+	if cfgs["replication.mode"] != "isr" {
+		if fsync == "" {
+			fsync = "unknown"
+		}
+		return "raft:fsync-" + strings.ReplaceAll(fsync, " ", "")
+	}
+	var set []string
+	for _, k := range []string{"flush.messages", "flush.ms"} {
+		if v := cfgs[k]; v != "" && v != flushNever {
+			set = append(set, k+"="+v)
+		}
+	}
+	if len(set) == 0 {
+		return "isr:flush-never(kafka-default)"
+	}
+	return "isr:" + strings.Join(set, ",")
 }
 
 // benchTopicMetadata asks for topic's metadata until a broker that knows the

@@ -191,3 +191,33 @@ func TestBenchSetup_RaftqSettings(t *testing.T) {
 		t.Errorf("setupLine = %q", line)
 	}
 }
+
+// The setup names the effective durability: a raft topic's is the nodes'
+// --fsync, an isr topic's its flush configs (--fsync does not govern it).
+func TestDurability(t *testing.T) {
+	never := flushNever
+	for _, c := range []struct {
+		cfgs  map[string]string
+		fsync string
+		want  string
+	}{
+		{map[string]string{"replication.mode": "raft", "flush.messages": never}, "always", "raft:fsync-always"},
+		{map[string]string{"replication.mode": "raft"}, "never", "raft:fsync-never"},
+		{nil, "", "raft:fsync-unknown"},
+		{map[string]string{"replication.mode": "raft"}, "mixed: always,never", "raft:fsync-mixed:always,never"},
+		{map[string]string{"replication.mode": "isr", "flush.messages": never, "flush.ms": never}, "always", "isr:flush-never(kafka-default)"},
+		{map[string]string{"replication.mode": "isr", "flush.messages": "1", "flush.ms": never}, "never", "isr:flush.messages=1"},
+		{map[string]string{"replication.mode": "isr", "flush.messages": "100", "flush.ms": "1000"}, "always", "isr:flush.messages=100,flush.ms=1000"},
+	} {
+		if got := durability(c.cfgs, c.fsync); got != c.want {
+			t.Errorf("durability(%v, %q) = %q, want %q", c.cfgs, c.fsync, got, c.want)
+		}
+	}
+	isr := topicReplication(map[string]string{"replication.mode": "isr", "min.insync.replicas": "2", "unclean.leader.election.enable": "false", "retention.ms": "1"})
+	if len(isr) != 3 || isr["topic.min.insync.replicas"] != "2" || isr["topic.unclean.leader.election.enable"] != "false" {
+		t.Errorf("an isr topic's setup %v", isr)
+	}
+	if raft := topicReplication(map[string]string{"replication.mode": "raft", "min.insync.replicas": "1"}); len(raft) != 1 {
+		t.Errorf("a raft topic's setup %v, want its mode alone", raft)
+	}
+}

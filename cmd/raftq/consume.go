@@ -21,6 +21,7 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 	follow := fs.BoolP("follow", "f", false, "keep waiting for new records")
 	maxRecs := fs.Int64("max", 0, "stop after this many records")
 	format := fs.String("format", "value", "value, or full (partition, offset, timestamp and headers as Kafka's console consumer prints them, key, value)")
+	group := fs.StringP("group", "g", "", "consume as a member of this consumer group, committing what it prints: partitions are shared with the group's other members, and a restart resumes after the last commit (--from then says where a partition without one starts)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -34,6 +35,12 @@ func runConsume(ctx context.Context, e *env, args []string) error {
 	start, err := parseFrom(*from)
 	if err != nil {
 		return err
+	}
+	if *group != "" {
+		if start >= 0 || *part >= 0 {
+			return usageError{errors.New("--group reads the partitions the group assigns from its committed offsets: --partition and --from OFFSET do not apply")}
+		}
+		return runConsumeGroup(ctx, e, cf, groupConsume{topic: topic, group: *group, from: start, follow: *follow, full: *format == "full", max: *maxRecs})
 	}
 	cl, err := cf.connect(ctx)
 	if err != nil {

@@ -29,6 +29,9 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	async := fs.Bool("async-writes", broker.DefaultConfig().AsyncStorageWrites, asyncUsage)
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
 	logLevel := fs.String("log-level", "warn", "node log level")
+	cons := bindConsoleFlags(fs)
+	repl := broker.DefaultConfig()
+	bindReplicationFlags(fs, &repl)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -39,6 +42,9 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDevNodes(*dataDir, *nodes); err != nil {
+		return err
+	}
 	dir, cleanup, err := devDataDir(*dataDir)
 	if err != nil {
 		return err
@@ -47,7 +53,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if *dataDir == "" {
 		defer removeOnForcedQuit(ctx, e, dir)()
 	}
-	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async}, *autoCreate, level)
+	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async, repl}, *autoCreate, level, cons)
 	defer stop()
 	if err != nil {
 		return err
@@ -102,15 +108,18 @@ func removeOnForcedQuit(ctx context.Context, e *env, dir string) (stop func()) {
 	}
 }
 
-// devStorage is the storage flags every dev node shares.
+// devStorage is the storage and replication flags every dev node
+// shares.
 type devStorage struct {
 	fsync, wal string
 	async      bool
+	// repl carries the replication flags (bindReplicationFlags).
+	repl broker.Config
 }
 
 // startDevNodes starts the nodes; stop closes those it started, even
 // when it fails.
-func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level) (nodes []*broker.Node, stop func(), err error) {
+func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level, cons *consoleFlags) (nodes []*broker.Node, stop func(), err error) {
 	cluster := map[uint64]string{}
 	for i := 1; i <= count; i++ {
 		cluster[uint64(i)] = fmt.Sprintf("127.0.0.1:%d", base+100+i-1)
@@ -131,12 +140,15 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		c.AdminAddr = fmt.Sprintf("127.0.0.1:%d", adminBase+i-1)
 		c.AutoCreateTopics = autoCreate
 		c.AsyncStorageWrites = st.async
+		c.ReplicaLagTimeMax, c.ReplicaFetchWaitMax = st.repl.ReplicaLagTimeMax, st.repl.ReplicaFetchWaitMax
+		c.EligibleLeaderReplicas = st.repl.EligibleLeaderReplicas
 		c.DefaultReplicationFactor = int16(min(3, count))
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)
 		if err != nil {
 			return nodes, stop, err
 		}
+		cfg.Console = cons.hook(logger)
 		n, closeNode, err := openNode(cfg)
 		if err != nil {
 			return nodes, stop, fmt.Errorf("node %d: %w", i, devPortTaken(err, cfg, base))
@@ -220,8 +232,9 @@ func (b devBanner) String() string {
 
   bootstrap servers   %s
   admin               %s
+  web console         %[11]s (any node's admin address)
 
-%s
+%[5]s
   %[6]s topic create demo --partitions 3 --brokers %[3]s
   echo hello | %[6]s produce demo --brokers %[3]s
   %[6]s consume demo --brokers %[3]s
@@ -234,7 +247,7 @@ For the raftq commands without --brokers and --admin (flags still win):
   export %[9]s=%[3]s %[10]s=%[8]s
 
 Ctrl-C stops the cluster.
-`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin)
+`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin, urls[0])
 }
 
 // selfCommand is how the banner tells the user to run raftq again: "go

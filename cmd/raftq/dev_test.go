@@ -29,6 +29,7 @@ func TestDevBanner_String(t *testing.T) {
 		}
 		for _, want := range []string{"data in /tmp/d (removed on exit)", "bootstrap servers   127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094",
 			"admin               http://127.0.0.1:9644/ http://127.0.0.1:9645/ http://127.0.0.1:9646/",
+			"web console         http://127.0.0.1:9644/ (any node's admin address)",
 			"raftq consume demo --brokers 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094", "raftq cluster status --admin 127.0.0.1:9644",
 			`kgo.SeedBrokers("127.0.0.1:9092")`,
 			"\n  export RAFTQ_BROKERS=127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094 RAFTQ_ADMIN=127.0.0.1:9644\n"} {
@@ -87,5 +88,20 @@ func TestDevPortTaken(t *testing.T) {
 	}
 	if err := errors.New("disk full"); devPortTaken(err, broker.Config{KafkaAddr: taken}, 9092) != err {
 		t.Error("devPortTaken changed an error that is not a port in use")
+	}
+}
+
+// raftq dev takes the replication flags of raftq server, validated the
+// same way.
+func TestDev_ReplicationFlags(t *testing.T) {
+	out := cliPromptly(t, 2, "", "dev", "--nodes", "1", "--data-dir", t.TempDir(), "--base-port", "22000", "--replica-lag-time-max", "0s")
+	if want := "replica lag time max 0s must be positive"; !strings.Contains(out.stderr, want) {
+		t.Errorf("stderr %q, want %q", out.stderr, want)
+	}
+	help := cli(t, 0, "", "dev", "--help")
+	for _, flag := range []string{"--replica-lag-time-max", "--replica-fetch-wait-max", "--eligible-leader-replicas"} {
+		if !strings.Contains(help.stdout+help.stderr, flag) {
+			t.Errorf("raftq dev --help lacks %s", flag)
+		}
 	}
 }

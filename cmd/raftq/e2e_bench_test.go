@@ -34,7 +34,7 @@ func TestE2E_Bench(t *testing.T) {
 			res.Requests, res.RequestP50ms, res.RequestMaxMs, res.MaxMs, records)
 	}
 	wantSetup := map[string]string{"brokers": "3", "raftq.fsync": "always", "raftq.wal": "shared", "raftq.async.writes": "false",
-		"raftq.wal.segment.bytes": "4194304", "topic.partitions": "3", "topic.replication.factor": "3", "topic.replication.mode": "raft"}
+		"raftq.wal.segment.bytes": "4194304", "topic.partitions": "3", "topic.replication.factor": "3", "topic.replication.mode": "raft", "durability": "raft:fsync-always"}
 	for k, v := range wantSetup {
 		if res.Setup[k] != v {
 			t.Errorf("bench setup %s = %q, want %q (setup %v)", k, res.Setup[k], v, res.Setup)

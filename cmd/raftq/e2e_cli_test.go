@@ -256,6 +256,14 @@ func testTopicAlter(t *testing.T, bs string) {
 	if out := cli(t, 1, "", "topic", "alter", "cli", "-p", "2", "-b", bs); !strings.Contains(out.stderr, "must exceed 4") {
 		t.Errorf("lowering the partition count: stderr %q", out.stderr)
 	}
+	// ISR mode's configs: a raft topic says why it refuses them, and no
+	// topic changes its mode.
+	if out := cli(t, 1, "", "topic", "create", "nomin", "-c", "min.insync.replicas=2", "-b", bs); !strings.Contains(out.stderr, "a raft topic's acks=all waits for a majority of its replicas") {
+		t.Errorf("min.insync.replicas on a raft topic: stderr %q", out.stderr)
+	}
+	if out := cli(t, 1, "", "topic", "alter", "cli", "-c", "replication.mode=isr", "-b", bs); !strings.Contains(out.stderr, "replication.mode cannot change after creation") {
+		t.Errorf("altering replication.mode: stderr %q", out.stderr)
+	}
 }
 
 func testClusterStatus(t *testing.T, c *chaos.Cluster, n1 chaos.Node) {

@@ -198,6 +198,7 @@ func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runE
 		extra = fmt.Sprintf("; %d node crash(es), see %s", n, filepath.Join(cfg.Run.ReportDir, jepsen.NemesisFile))
 	}
 	problems := printVerdict(e, cfg.Run.ReportDir, out.Results, extra)
+	fmt.Fprintf(e.stdout, "setup: %s\n", setupLine(jepsenSetup(cfg, nil)))
 	if len(out.Crashes) > 0 {
 		problems = append(problems, "nodes crashed")
 	}

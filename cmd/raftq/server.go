@@ -61,10 +61,23 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.DurationVar(&c.GroupMaxSessionTimeout, "group-max-session-timeout", c.GroupMaxSessionTimeout, "largest consumer session timeout accepted")
 	fs.DurationVar(&c.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", c.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members")
 	fs.IntVar(&c.GroupMaxMetadataBytes, "group-max-metadata-bytes", c.GroupMaxMetadataBytes, "largest member metadata or assignment in JoinGroup/SyncGroup")
+	bindReplicationFlags(fs, c)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer acks=all before raft commit (for testing the checkers only)")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
 	return f
+}
+
+// bindReplicationFlags binds the replication flags server and dev share:
+// the ISR mode's Kafka settings and the lag time that raft topics' ISR in
+// Metadata uses too.
+func bindReplicationFlags(fs *pflag.FlagSet, c *broker.Config) {
+	fs.DurationVar(&c.ReplicaLagTimeMax, "replica-lag-time-max", c.ReplicaLagTimeMax,
+		"Kafka's replica.lag.time.max.ms: an isr topic's follower not caught up with its leader for this long leaves the ISR; a raft topic's voter behind its leader for this long leaves the ISR that Metadata reports and counts as under-replicated")
+	fs.DurationVar(&c.ReplicaFetchWaitMax, "replica-fetch-wait-max", c.ReplicaFetchWaitMax,
+		"Kafka's replica.fetch.wait.max.ms: how long an isr topic's leader holds a follower's fetch that finds no new data")
+	fs.BoolVar(&c.EligibleLeaderReplicas, "eligible-leader-replicas", c.EligibleLeaderReplicas,
+		"KIP-966 eligible leader replicas for isr topics (strict min ISR, elections from replicas that left the ISR below min.insync.replicas); a cluster-wide feature: the metadata leader's flag wins, so give every node the same")
 }
 
 // config finishes the Config from the string flags.
@@ -113,6 +126,7 @@ func parseLevel(s string) (slog.Level, error) {
 func runServer(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "server", "")
 	f := bindServerFlags(fs)
+	cons := bindConsoleFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -125,6 +139,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.Console = cons.hook(logger)
 	_, closeNode, err := openNode(cfg)
 	if err != nil {
 		return err
