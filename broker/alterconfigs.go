@@ -33,7 +33,7 @@ func (n *Node) serveIncrementalAlterConfigs(c *kafka.Conn, req *kafka.Request) k
 }
 
 func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
-	ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}}
+	ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}, ConfigVersion: coordinator.CurrentConfigVersion}
 	for _, c := range rr.Configs {
 		switch {
 		case c.Op == 0 && c.Value != nil:
@@ -67,7 +67,7 @@ func (n *Node) serveAlterConfigs(c *kafka.Conn, req *kafka.Request) kafka.Pendin
 		for _, rr := range r.Resources {
 			out := kmsg.NewAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-			ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}, Replace: true}
+			ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}, Replace: true, ConfigVersion: coordinator.CurrentConfigVersion}
 			for _, c := range rr.Configs {
 				if c.Value != nil {
 					ac.Set[c.Name] = *c.Value

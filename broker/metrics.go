@@ -26,6 +26,10 @@ type metrics struct {
 	produceRecs prometheus.Counter
 	replicate   *prometheus.HistogramVec
 	dash        *dashboard // metrics_dashboard.go
+
+	cleanerRuns      prometheus.Counter // cleaner.go
+	cleanerReclaimed prometheus.Counter
+	cleanerErrors    prometheus.Counter
 }
 
 var _ kafka.Observer = (*metrics)(nil)

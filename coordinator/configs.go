@@ -22,8 +22,21 @@ type ConfigDef struct {
 	// ISROnly, when set, says why the key means nothing to a raft topic;
 	// the broker refuses it there with this reason.
 	ISROnly string
-	check   func(string) error
+	// Since is the config version (CurrentConfigVersion) that brought the
+	// key; an entry of an older version refuses it as unknown, as it was.
+	Since int
+	check func(v string, version int) error
 }
+
+// CurrentConfigVersion numbers the topic config keys and values apply
+// takes. Every CreateTopic and AlterConfigs the broker proposes carries
+// it; an entry written before a key or value existed carries an older one
+// (0 before versions) and replays refused, as it was applied.
+//
+//   - 1: compaction: cleanup.policy compact and compact,delete;
+//     min.cleanable.dirty.ratio, min.compaction.lag.ms,
+//     max.compaction.lag.ms, delete.retention.ms.
+const CurrentConfigVersion = 1
 
 // Replication modes for the replication.mode topic config.
 const (
@@ -37,9 +50,20 @@ var topicConfigDefs = buildTopicConfigs()
 func buildTopicConfigs() map[string]ConfigDef {
 	defs := map[string]ConfigDef{}
 	defineConfig := func(name, def string, typ kmsg.ConfigType, doc string, check func(string) error) {
-		defs[name] = ConfigDef{Name: name, Default: def, Type: typ, Doc: doc, check: check}
+		defs[name] = ConfigDef{Name: name, Default: def, Type: typ, Doc: doc, check: func(v string, _ int) error { return check(v) }}
 	}
-	defineConfig("cleanup.policy", "delete", kmsg.ConfigTypeList, "only delete is supported", oneOf("delete"))
+	since := func(version int, name, def string, typ kmsg.ConfigType, doc string, check func(string) error) {
+		defineConfig(name, def, typ, doc, check)
+		d := defs[name]
+		d.Since = version
+		defs[name] = d
+	}
+	defs["cleanup.policy"] = ConfigDef{Name: "cleanup.policy", Default: "delete", Type: kmsg.ConfigTypeList,
+		Doc: "delete removes old segments by retention.ms and retention.bytes; compact keeps the latest record of each key (records need keys); compact,delete does both", check: checkCleanupPolicy}
+	since(1, "min.cleanable.dirty.ratio", "0.5", kmsg.ConfigTypeDouble, "compacted topics: clean once the uncleaned part is at least this share of the log", floatIn(0, 1))
+	since(1, "min.compaction.lag.ms", "0", kmsg.ConfigTypeLong, "compacted topics: a record stays uncleaned until at least this old", intAtLeast(0))
+	since(1, "max.compaction.lag.ms", "9223372036854775807", kmsg.ConfigTypeLong, "compacted topics: clean a record at the latest once this old, whatever the dirty ratio", intAtLeast(1))
+	since(1, "delete.retention.ms", "86400000", kmsg.ConfigTypeLong, "compacted topics: how long a tombstone (null value) stays after the cleaner reached it, measured in record timestamps", intAtLeast(0))
 	defineConfig("retention.ms", "604800000", kmsg.ConfigTypeLong, "time to keep a segment; -1 keeps forever", intAtLeast(-1))
 	defineConfig("retention.bytes", "-1", kmsg.ConfigTypeLong, "size to keep per partition; -1 keeps all", intAtLeast(-1))
 	defineConfig("segment.bytes", "1073741824", kmsg.ConfigTypeInt, "segment size before a roll", intAtLeast(partition.BatchHeaderSize))
@@ -65,6 +89,28 @@ func buildTopicConfigs() map[string]ConfigDef {
 		defs[name] = d
 	}
 	return defs
+}
+
+// checkCleanupPolicy takes delete alone before config version 1, then
+// compact and both too.
+func checkCleanupPolicy(v string, version int) error {
+	if version < 1 {
+		return oneOf("delete")(v)
+	}
+	return oneOf("delete", "compact", "compact,delete", "delete,compact")(v)
+}
+
+func floatIn(lo, hi float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		if f < lo || f > hi {
+			return fmt.Errorf("must be in [%g, %g]", lo, hi)
+		}
+		return nil
+	}
 }
 
 func oneOf(vals ...string) func(string) error {
@@ -108,16 +154,17 @@ func KnownTopicConfig(name string) bool {
 	return ok
 }
 
-// ValidateTopicConfigs checks keys and values, returning an error that names
-// the first bad one. replication.mode=isr is refused as reserved.
+// ValidateTopicConfigs checks keys and values as the current version
+// takes them, returning an error that names the first bad one.
+// replication.mode=isr is refused as reserved.
 func ValidateTopicConfigs(cfgs map[string]string) error {
-	return validateTopicConfigs(cfgs, false)
+	return validateTopicConfigs(cfgs, false, CurrentConfigVersion)
 }
 
-// validateTopicConfigs is ValidateTopicConfigs, letting replication.mode=isr
-// through with allowISR (CreateTopic.AllowISR, or a topic already in ISR
-// mode).
-func validateTopicConfigs(cfgs map[string]string, allowISR bool) error {
+// validateTopicConfigs is ValidateTopicConfigs at config version, letting
+// replication.mode=isr through with allowISR (CreateTopic.AllowISR, or a
+// topic already in ISR mode).
+func validateTopicConfigs(cfgs map[string]string, allowISR bool, version int) error {
 	keys := make([]string, 0, len(cfgs))
 	for k := range cfgs {
 		keys = append(keys, k)
@@ -125,10 +172,10 @@ func validateTopicConfigs(cfgs map[string]string, allowISR bool) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		d, ok := topicConfigDefs[k]
-		if !ok {
+		if !ok || d.Since > version {
 			return fmt.Errorf("unknown topic config %q", k)
 		}
-		if err := d.check(cfgs[k]); err != nil {
+		if err := d.check(cfgs[k], version); err != nil {
 			return fmt.Errorf("topic config %s: %w", k, err)
 		}
 	}

@@ -586,3 +586,19 @@ func (l *Log) loadCleaned(base int64, path string, data []byte) (*segment, error
 	}
 	return s, nil
 }
+
+// CheckKeys refuses a produced batch holding a record without a key, as
+// Kafka refuses one for a compacted topic: the cleaner could never keep
+// it. The batch must have passed ValidateBatch.
+func CheckKeys(b []byte) error {
+	info, err := ParseBatchHeader(b)
+	if err != nil {
+		return err
+	}
+	return eachRecord(b, info, func(r record) error {
+		if r.key == nil {
+			return invalid("compacted topic cannot accept a record without a key (offset delta %d)", r.offset-info.BaseOffset)
+		}
+		return nil
+	})
+}
