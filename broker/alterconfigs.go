@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,7 +40,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterCo
 		case c.Op == 1 && !coordinator.KnownTopicConfig(c.Name):
 			// As Kafka: deleting a key no topic can have is an error,
 			// not a change that did nothing.
-			msg := fmt.Sprintf("unknown topic config %q", c.Name)
+			msg := "Unknown topic config name: " + c.Name
 			return kerr.InvalidConfig.Code, &msg
 		case c.Op == 1:
 			ac.Delete = append(ac.Delete, c.Name)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,7 +37,14 @@ type ConfigDef struct {
 //   - 1: compaction: cleanup.policy compact and compact,delete;
 //     min.cleanable.dirty.ratio, min.compaction.lag.ms,
 //     max.compaction.lag.ms, delete.retention.ms.
-const CurrentConfigVersion = 1
+//   - 2: every other topic config Kafka 4.x defines, accepted with a
+//     value Kafka takes, stored and described, and not enforced
+//     (kafkaOnlyConfigs).
+const CurrentConfigVersion = 2
+
+// notEnforced starts the documentation of a key raftq stores but does not
+// act on, so that no one is misled.
+const notEnforced = "accepted, not enforced: "
 
 // Replication modes for the replication.mode topic config.
 const (
@@ -77,6 +85,9 @@ func buildTopicConfigs() map[string]ConfigDef {
 	defineConfig("flush.messages", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log once this many records are unflushed (1: every batch before it counts); the default never does, trusting replication as Kafka does; raft mode's durability is the node's --fsync", intAtLeast(1))
 	defineConfig("flush.ms", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log data older than this many milliseconds; the default never does", intAtLeast(0))
 	defineConfig("replication.mode", ModeRaft, kmsg.ConfigTypeString, "raft (each partition a raft group) or isr (Kafka-style: group 0 keeps the ISR and elects leaders, followers fetch from the leader); set at creation only", oneOf(ModeRaft, ModeISR))
+	for _, k := range kafkaOnlyConfigs() {
+		since(2, k.name, k.def, k.typ, notEnforced+k.doc, k.check)
+	}
 	isrOnly := map[string]string{
 		"min.insync.replicas":            "a raft topic's acks=all waits for a majority of its replicas",
 		"unclean.leader.election.enable": "a raft topic elects only a replica that holds every committed write",
@@ -147,6 +158,12 @@ func TopicConfigDefs() []ConfigDef {
 	return out
 }
 
+// NotEnforced reports whether name is a Kafka topic config raftq stores
+// and describes but does not act on.
+func NotEnforced(name string) bool {
+	return strings.HasPrefix(topicConfigDefs[name].Doc, notEnforced)
+}
+
 // KnownTopicConfig reports whether name is a topic config raftq
 // understands.
 func KnownTopicConfig(name string) bool {
@@ -173,7 +190,7 @@ func validateTopicConfigs(cfgs map[string]string, allowISR bool, version int) er
 	for _, k := range keys {
 		d, ok := topicConfigDefs[k]
 		if !ok || d.Since > version {
-			return fmt.Errorf("unknown topic config %q", k)
+			return fmt.Errorf("Unknown topic config name: %s", k)
 		}
 		if err := d.check(cfgs[k], version); err != nil {
 			return fmt.Errorf("topic config %s: %w", k, err)
@@ -293,4 +310,54 @@ func (t *Topic) ConfigInt(key string) int64 {
 		n, _ = strconv.ParseInt(topicConfigDefs[key].Default, 10, 64)
 	}
 	return n
+}
+
+// kafkaConfig is a Kafka topic config raftq accepts without acting on it.
+type kafkaConfig struct {
+	name, def string
+	typ       kmsg.ConfigType
+	doc       string
+	check     func(string) error
+}
+
+// kafkaOnlyConfigs are the topic configs of Kafka 4.x (TopicConfig.java,
+// LogConfig, remote storage's) that raftq does not enforce: tools that
+// create topics with them (Terraform providers, operators, Connect)
+// must not fail on one.
+func kafkaOnlyConfigs() []kafkaConfig {
+	long := func(min int64) func(string) error { return intAtLeast(min) }
+	boolean := oneOf("true", "false")
+	return []kafkaConfig{
+		{"compression.gzip.level", "-1", kmsg.ConfigTypeInt, "gzip level when compression.type=gzip (raftq uses franz-go's default level)", intIn(-1, 9)},
+		{"compression.lz4.level", "9", kmsg.ConfigTypeInt, "lz4 level when compression.type=lz4", intIn(1, 17)},
+		{"compression.zstd.level", "3", kmsg.ConfigTypeInt, "zstd level when compression.type=zstd", intIn(-131072, 22)},
+		{"file.delete.delay.ms", "60000", kmsg.ConfigTypeLong, "delay before a deleted segment's file goes (raftq deletes once no reader holds it)", long(0)},
+		{"follower.replication.throttled.replicas", "", kmsg.ConfigTypeList, "replicas whose follower replication is throttled", anyValue},
+		{"leader.replication.throttled.replicas", "", kmsg.ConfigTypeList, "replicas whose leader replication is throttled", anyValue},
+		{"local.retention.bytes", "-2", kmsg.ConfigTypeLong, "tiered storage: local retention by size", long(-2)},
+		{"local.retention.ms", "-2", kmsg.ConfigTypeLong, "tiered storage: local retention by time", long(-2)},
+		{"message.timestamp.after.max.ms", "9223372036854775807", kmsg.ConfigTypeLong, "how far in the future a CreateTime timestamp may be", long(0)},
+		{"message.timestamp.before.max.ms", "9223372036854775807", kmsg.ConfigTypeLong, "how far in the past a CreateTime timestamp may be", long(0)},
+		{"preallocate", "false", kmsg.ConfigTypeBoolean, "preallocate segment files", boolean},
+		{"remote.storage.enable", "false", kmsg.ConfigTypeBoolean, "tiered storage for this topic (raftq has none)", boolean},
+		{"remote.log.copy.disable", "false", kmsg.ConfigTypeBoolean, "tiered storage: stop copying segments", boolean},
+		{"remote.log.delete.on.disable", "false", kmsg.ConfigTypeBoolean, "tiered storage: delete remote data when disabled", boolean},
+		{"segment.index.bytes", "10485760", kmsg.ConfigTypeInt, "index file size (raftq's indexes grow as needed)", long(4)},
+		{"segment.jitter.ms", "0", kmsg.ConfigTypeLong, "random jitter subtracted from segment.ms", long(0)},
+	}
+}
+
+func anyValue(string) error { return nil }
+
+func intIn(lo, hi int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("must be in [%d, %d]", lo, hi)
+		}
+		return nil
+	}
 }
