@@ -2,8 +2,13 @@ package partition
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -511,5 +516,64 @@ func TestClean_RaftSnapshotOfCleanedLog(t *testing.T) {
 	}
 	if r := follower.produce(2, makeBatch(t, batchSpec{records: []testRecord{{key: []byte("k4"), value: []byte("x")}}, producerID: 1, producerEpoch: 0, baseSequence: 299})); !r.Duplicate {
 		t.Errorf("the producer's last batch did not survive cleaning and the snapshot: %+v", r)
+	}
+}
+
+// A full disk during a cleaning abandons the swap: Clean fails, the
+// partial .cleaned file goes, the log is as it was and takes appends.
+func TestClean_FullDiskAbandonsTheSwap(t *testing.T) {
+	ffs := newFaultFS()
+	cfg := testConfig()
+	cfg.SegmentBytes, cfg.MaxBatchBytes = 1<<10, 1<<10
+	cfg.FS = ffs
+	r := &compactRun{t: t, dir: t.TempDir(), cfg: cfg, rng: rand.New(rand.NewPCG(1, 7)), model: cleanModel{recs: map[int64]modelRec{}}, ts: 1_700_000_000_000}
+	r.open()
+	defer r.close()
+	for range 200 {
+		r.produce()
+	}
+	before := logBytes(t, r.l)
+	ffs.setWrite(func(name string, p []byte, off int64) (int, error) {
+		if strings.HasSuffix(name, cleanedSuffix) {
+			return 0, syscall.ENOSPC
+		}
+		return len(p), nil
+	})
+	if _, err := r.l.Clean(CleanConfig{UpTo: r.l.HighWatermark(), Now: time.UnixMilli(r.ts)}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("clean on a full disk: %v, want ENOSPC", err)
+	}
+	ffs.setWrite(nil)
+	if left, _ := filepath.Glob(filepath.Join(r.dir, "*"+cleanedSuffix)); len(left) > 0 {
+		t.Fatalf("a failed cleaning left %v", left)
+	}
+	if after := logBytes(t, r.l); !bytes.Equal(before, after) {
+		t.Fatal("a failed cleaning changed the log")
+	}
+	r.produce()
+	r.clean()
+}
+
+// A corrupt batch stops the cleaning with ErrCorruptLog; the log stays
+// readable outside the damaged batch.
+func TestClean_CorruptSegmentStopsTheCleaner(t *testing.T) {
+	r := newCompactRun(t, 4)
+	defer r.close()
+	for range 200 {
+		r.produce()
+	}
+	segs := r.l.Segments()
+	f, err := os.OpenFile(segs[1].Path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff, 0xff}, 70); err != nil { // inside the first batch's records: its CRC fails
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := r.l.Clean(CleanConfig{UpTo: r.l.HighWatermark(), Now: time.UnixMilli(r.ts)}); !errors.Is(err, ErrCorruptLog) {
+		t.Fatalf("clean over a corrupt batch: %v, want ErrCorruptLog", err)
+	}
+	if b, err := r.l.Read(segs[2].Base, 1<<20, r.l.EndOffset()); err != nil || len(b) == 0 {
+		t.Fatalf("the log after a failed cleaning: %v", err)
 	}
 }
