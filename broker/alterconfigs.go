@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,7 +32,7 @@ func (n *Node) serveIncrementalAlterConfigs(c *kafka.Conn, req *kafka.Request) k
 }
 
 func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (int16, *string) {
-	ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}}
+	ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}, ConfigVersion: coordinator.CurrentConfigVersion}
 	for _, c := range rr.Configs {
 		switch {
 		case c.Op == 0 && c.Value != nil:
@@ -41,7 +40,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, rr kmsg.IncrementalAlterCo
 		case c.Op == 1 && !coordinator.KnownTopicConfig(c.Name):
 			// As Kafka: deleting a key no topic can have is an error,
 			// not a change that did nothing.
-			msg := fmt.Sprintf("unknown topic config %q", c.Name)
+			msg := "Unknown topic config name: " + c.Name
 			return kerr.InvalidConfig.Code, &msg
 		case c.Op == 1:
 			ac.Delete = append(ac.Delete, c.Name)
@@ -67,7 +66,7 @@ func (n *Node) serveAlterConfigs(c *kafka.Conn, req *kafka.Request) kafka.Pendin
 		for _, rr := range r.Resources {
 			out := kmsg.NewAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-			ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}, Replace: true}
+			ac := &coordinator.AlterConfigs{Name: rr.ResourceName, Set: map[string]string{}, Replace: true, ConfigVersion: coordinator.CurrentConfigVersion}
 			for _, c := range rr.Configs {
 				if c.Value != nil {
 					ac.Set[c.Name] = *c.Value

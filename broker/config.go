@@ -71,6 +71,12 @@ type Config struct {
 	MaxRequestBytes int32
 	// RetentionCheckInterval is how often partition leaders apply retention.
 	RetentionCheckInterval time.Duration
+	// LogCleanerBackoff is how often the log cleaner looks for compacted
+	// partitions to clean (Kafka's log.cleaner.backoff.ms, 15 s).
+	LogCleanerBackoff time.Duration
+	// LogCleanerIOBytesPerSec bounds the cleaner's reads and writes
+	// (Kafka's log.cleaner.io.max.bytes.per.second); 0 is unbounded.
+	LogCleanerIOBytesPerSec float64
 	// LeaderBalanceInterval is how often a partition leader that is not
 	// the partition's preferred replica hands leadership back to it (Kafka's
 	// auto.leader.rebalance); zero disables it.
@@ -138,6 +144,7 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor: 3,
 		MaxRequestBytes:          100 << 20,
 		RetentionCheckInterval:   30 * time.Second,
+		LogCleanerBackoff:        15 * time.Second,
 		LeaderBalanceInterval:    10 * time.Second,
 		ReplicaLagTimeMax:        30 * time.Second,
 		ReplicaFetchWaitMax:      500 * time.Millisecond,
@@ -170,6 +177,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: replica lag time max %s must be positive", c.ReplicaLagTimeMax)
 	case c.ReplicaFetchWaitMax <= 0:
 		return fmt.Errorf("broker: replica fetch wait max %s must be positive", c.ReplicaFetchWaitMax)
+	case c.LogCleanerBackoff <= 0:
+		return fmt.Errorf("broker: log cleaner backoff %s must be positive", c.LogCleanerBackoff)
+	case c.LogCleanerIOBytesPerSec < 0:
+		return fmt.Errorf("broker: log cleaner I/O bound %g bytes/s is negative", c.LogCleanerIOBytesPerSec)
 	}
 	if err := c.validateGroups(); err != nil {
 		return err

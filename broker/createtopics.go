@@ -72,7 +72,7 @@ func (n *Node) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopi
 }
 
 func (n *Node) createCommand(rt *kmsg.CreateTopicsRequestTopic) *coordinator.CreateTopic {
-	c := &coordinator.CreateTopic{Name: rt.Topic, ID: newTopicID(), Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}, RefuseCollision: true, AllowISR: true}
+	c := &coordinator.CreateTopic{Name: rt.Topic, ID: newTopicID(), Partitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Configs: map[string]string{}, RefuseCollision: true, AllowISR: true, ConfigVersion: coordinator.CurrentConfigVersion}
 	if c.Partitions == -1 {
 		c.Partitions = n.cfg.DefaultPartitions
 	}

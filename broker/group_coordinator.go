@@ -110,7 +110,7 @@ func (n *Node) requestOffsetsTopic() {
 		return
 	}
 	cmd := &coordinator.CreateTopic{Name: groups.OffsetsTopic, ID: newTopicID(), Partitions: n.cfg.OffsetsPartitions,
-		ReplicationFactor: int16(rf), Internal: true, AllowISR: true}
+		ReplicationFactor: int16(rf), Internal: true, AllowISR: true, ConfigVersion: coordinator.CurrentConfigVersion}
 	go func() {
 		ctx, cancel := context.WithTimeout(n.ctx, 3*time.Second)
 		defer cancel()

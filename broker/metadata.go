@@ -212,7 +212,7 @@ func (n *Node) autoCreate(names []string) {
 	defer cancel()
 	for _, name := range names {
 		rf := min(n.cfg.DefaultReplicationFactor, int16(max(1, liveBrokers(n.meta.View()))))
-		c := &coordinator.CreateTopic{Name: name, ID: newTopicID(), Partitions: n.cfg.DefaultPartitions, ReplicationFactor: rf, RefuseCollision: true, AllowISR: true}
+		c := &coordinator.CreateTopic{Name: name, ID: newTopicID(), Partitions: n.cfg.DefaultPartitions, ReplicationFactor: rf, RefuseCollision: true, AllowISR: true, ConfigVersion: coordinator.CurrentConfigVersion}
 		if res, err := n.ctl.Propose(ctx, &coordinator.Command{CreateTopic: c}); err != nil || res.Err != nil {
 			n.log.Info("auto-create topic", "topic", name, "err", err, "result", res.Err)
 		}

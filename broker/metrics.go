@@ -30,6 +30,10 @@ type metrics struct {
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
 	dash          *dashboard // metrics_dashboard.go
+
+	cleanerRuns      prometheus.Counter // cleaner.go
+	cleanerReclaimed prometheus.Counter
+	cleanerErrors    prometheus.Counter
 }
 
 var _ kafka.Observer = (*metrics)(nil)

@@ -37,6 +37,7 @@ type Node struct {
 	admin   *http.Server
 	adminLn net.Listener
 	metrics *metrics
+	cleaner *cleaner // cleaner.go
 	apis    []kafka.APIRange
 
 	mu       sync.Mutex // guards replicas, offline and closed
@@ -68,7 +69,9 @@ func New(cfg Config) (*Node, error) {
 		replicas: map[uint64]*replica{},
 		offline:  map[uint64]OfflineReplica{},
 		metrics:  newMetrics(),
+		cleaner:  newCleaner(cfg.LogCleanerIOBytesPerSec),
 	}
+	n.metrics.registerCleaner(n.cleaner)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.start(); err != nil {
 		n.Close()
@@ -101,6 +104,7 @@ func (n *Node) start() error {
 		StartID: coordinator.NewStartID()})
 	n.goLoop("retention", n.retentionLoop)
 	n.goLoop("groups", n.groupsLoop)
+	n.goLoop("cleaner", n.cleanerLoop)
 	n.log.Info("node started", "kafka", n.kafka.Addr(), "peer", n.peer.Addr(), "admin", n.adminLn.Addr(),
 		"cluster", n.cfg.ClusterID, "fsync", n.cfg.Fsync)
 	return nil

@@ -118,6 +118,11 @@ func validateProduced(rep *dataPartition, batch []byte) ([]byte, partition.Batch
 	if info.Control() || info.Transactional() {
 		return nil, info, &partition.BatchError{Kind: partition.ErrInvalidRecord, Reason: "transactional and control batches are not supported"}
 	}
+	if rep.compacted.Load() {
+		if err := partition.CheckKeys(batch); err != nil {
+			return nil, info, err
+		}
+	}
 	to := rep.codec.Load()
 	if to < 0 || info.Compression() == partition.Codec(to) {
 		if info.Compression() != partition.CodecNone {

@@ -48,6 +48,9 @@ type dataPartition struct {
 	// logAppendTime is set when the topic's message.timestamp.type is
 	// LogAppendTime.
 	logAppendTime atomic.Bool
+	// compacted is set when the topic's cleanup.policy includes compact:
+	// produce then refuses records without a key, as Kafka does.
+	compacted atomic.Bool
 
 	// produceMu orders appends: a connection's produce requests reach
 	// the replication in the order they arrived.
@@ -161,6 +164,7 @@ func (r *dataPartition) setProduceLimits(t *coordinator.Topic) {
 	}
 	r.codec.Store(codec)
 	r.logAppendTime.Store(t.Config("message.timestamp.type") == "LogAppendTime")
+	r.compacted.Store(compacted(t))
 }
 
 // stampTime gives a batch about to be proposed the topic's timestamp
@@ -206,6 +210,9 @@ func logConfig(t *coordinator.Topic) partition.Config {
 	c.MaxBatchBytes = int(c.SegmentBytes)
 	c.RetentionBytes = t.ConfigInt("retention.bytes")
 	c.RetentionAge = msDuration(t.ConfigInt("retention.ms"))
+	if !deletes(t) { // cleanup.policy=compact: the cleaner alone removes records
+		c.RetentionBytes, c.RetentionAge = -1, 0
+	}
 	return c
 }
 

@@ -99,7 +99,7 @@ func (s *State) createTopic(c *CreateTopic) Result {
 	if _, ok := s.TopicByID(c.ID); ok || c.ID == ([16]byte{}) {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "topic id %x is zero or taken", c.ID)}
 	}
-	if err := validateTopicConfigs(c.Configs, c.AllowISR); err != nil {
+	if err := validateTopicConfigs(c.Configs, c.AllowISR, c.ConfigVersion); err != nil {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
 	}
 	t := &Topic{Name: c.Name, ID: c.ID, Internal: c.Internal, Configs: maps.Clone(c.Configs)}
@@ -209,7 +209,7 @@ func (s *State) alterConfigs(c *AlterConfigs) Result {
 	}
 	// An ISR topic keeps its mode, so its configs pass the reserved-mode
 	// refusal; any other topic is refused the mode as before.
-	if err := validateTopicConfigs(t.Configs, old.IsISR()); err != nil {
+	if err := validateTopicConfigs(t.Configs, old.IsISR(), c.ConfigVersion); err != nil {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
 	}
 	if old.Config("replication.mode") != t.Config("replication.mode") {

@@ -51,6 +51,9 @@ type CreateTopic struct {
 	// refused, so that such an entry replays as it was applied. The
 	// broker's CreateTopics sets it, as it sets RefuseCollision.
 	AllowISR bool `json:"allow_isr,omitempty"`
+	// ConfigVersion is the topic config version (CurrentConfigVersion)
+	// the proposer validated against; 0 in entries written before it.
+	ConfigVersion int `json:"config_version,omitempty"`
 }
 
 // DeleteTopic deletes a topic and, on every node, its partitions' data.
@@ -72,6 +75,8 @@ type AlterConfigs struct {
 	Set     map[string]string `json:"set,omitempty"`
 	Delete  []string          `json:"delete,omitempty"`
 	Replace bool              `json:"replace,omitempty"`
+	// ConfigVersion is as in CreateTopic.
+	ConfigVersion int `json:"config_version,omitempty"`
 }
 
 // AllocateProducerIDs reserves Count producer ids for a node.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,8 +23,28 @@ type ConfigDef struct {
 	// ISROnly, when set, says why the key means nothing to a raft topic;
 	// the broker refuses it there with this reason.
 	ISROnly string
-	check   func(string) error
+	// Since is the config version (CurrentConfigVersion) that brought the
+	// key; an entry of an older version refuses it as unknown, as it was.
+	Since int
+	check func(v string, version int) error
 }
+
+// CurrentConfigVersion numbers the topic config keys and values apply
+// takes. Every CreateTopic and AlterConfigs the broker proposes carries
+// it; an entry written before a key or value existed carries an older one
+// (0 before versions) and replays refused, as it was applied.
+//
+//   - 1: compaction: cleanup.policy compact and compact,delete;
+//     min.cleanable.dirty.ratio, min.compaction.lag.ms,
+//     max.compaction.lag.ms, delete.retention.ms.
+//   - 2: every other topic config Kafka 4.x defines, accepted with a
+//     value Kafka takes, stored and described, and not enforced
+//     (kafkaOnlyConfigs).
+const CurrentConfigVersion = 2
+
+// notEnforced starts the documentation of a key raftq stores but does not
+// act on, so that no one is misled.
+const notEnforced = "accepted, not enforced: "
 
 // Replication modes for the replication.mode topic config.
 const (
@@ -37,9 +58,20 @@ var topicConfigDefs = buildTopicConfigs()
 func buildTopicConfigs() map[string]ConfigDef {
 	defs := map[string]ConfigDef{}
 	defineConfig := func(name, def string, typ kmsg.ConfigType, doc string, check func(string) error) {
-		defs[name] = ConfigDef{Name: name, Default: def, Type: typ, Doc: doc, check: check}
+		defs[name] = ConfigDef{Name: name, Default: def, Type: typ, Doc: doc, check: func(v string, _ int) error { return check(v) }}
 	}
-	defineConfig("cleanup.policy", "delete", kmsg.ConfigTypeList, "only delete is supported", oneOf("delete"))
+	since := func(version int, name, def string, typ kmsg.ConfigType, doc string, check func(string) error) {
+		defineConfig(name, def, typ, doc, check)
+		d := defs[name]
+		d.Since = version
+		defs[name] = d
+	}
+	defs["cleanup.policy"] = ConfigDef{Name: "cleanup.policy", Default: "delete", Type: kmsg.ConfigTypeList,
+		Doc: "delete removes old segments by retention.ms and retention.bytes; compact keeps the latest record of each key (records need keys); compact,delete does both", check: checkCleanupPolicy}
+	since(1, "min.cleanable.dirty.ratio", "0.5", kmsg.ConfigTypeDouble, "compacted topics: clean once the uncleaned part is at least this share of the log", floatIn(0, 1))
+	since(1, "min.compaction.lag.ms", "0", kmsg.ConfigTypeLong, "compacted topics: a record stays uncleaned until at least this old", intAtLeast(0))
+	since(1, "max.compaction.lag.ms", "9223372036854775807", kmsg.ConfigTypeLong, "compacted topics: clean a record at the latest once this old, whatever the dirty ratio", intAtLeast(1))
+	since(1, "delete.retention.ms", "86400000", kmsg.ConfigTypeLong, "compacted topics: how long a tombstone (null value) stays after the cleaner reached it, measured in record timestamps", intAtLeast(0))
 	defineConfig("retention.ms", "604800000", kmsg.ConfigTypeLong, "time to keep a segment; -1 keeps forever", intAtLeast(-1))
 	defineConfig("retention.bytes", "-1", kmsg.ConfigTypeLong, "size to keep per partition; -1 keeps all", intAtLeast(-1))
 	defineConfig("segment.bytes", "1073741824", kmsg.ConfigTypeInt, "segment size before a roll", intAtLeast(partition.BatchHeaderSize))
@@ -53,6 +85,9 @@ func buildTopicConfigs() map[string]ConfigDef {
 	defineConfig("flush.messages", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log once this many records are unflushed (1: every batch before it counts); the default never does, trusting replication as Kafka does; raft mode's durability is the node's --fsync", intAtLeast(1))
 	defineConfig("flush.ms", "9223372036854775807", kmsg.ConfigTypeLong, "isr mode only: fsync a replica's log data older than this many milliseconds; the default never does", intAtLeast(0))
 	defineConfig("replication.mode", ModeRaft, kmsg.ConfigTypeString, "raft (each partition a raft group) or isr (Kafka-style: group 0 keeps the ISR and elects leaders, followers fetch from the leader); set at creation only", oneOf(ModeRaft, ModeISR))
+	for _, k := range kafkaOnlyConfigs() {
+		since(2, k.name, k.def, k.typ, notEnforced+k.doc, k.check)
+	}
 	isrOnly := map[string]string{
 		"min.insync.replicas":            "a raft topic's acks=all waits for a majority of its replicas",
 		"unclean.leader.election.enable": "a raft topic elects only a replica that holds every committed write",
@@ -65,6 +100,28 @@ func buildTopicConfigs() map[string]ConfigDef {
 		defs[name] = d
 	}
 	return defs
+}
+
+// checkCleanupPolicy takes delete alone before config version 1, then
+// compact and both too.
+func checkCleanupPolicy(v string, version int) error {
+	if version < 1 {
+		return oneOf("delete")(v)
+	}
+	return oneOf("delete", "compact", "compact,delete", "delete,compact")(v)
+}
+
+func floatIn(lo, hi float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		if f < lo || f > hi {
+			return fmt.Errorf("must be in [%g, %g]", lo, hi)
+		}
+		return nil
+	}
 }
 
 func oneOf(vals ...string) func(string) error {
@@ -101,6 +158,12 @@ func TopicConfigDefs() []ConfigDef {
 	return out
 }
 
+// NotEnforced reports whether name is a Kafka topic config raftq stores
+// and describes but does not act on.
+func NotEnforced(name string) bool {
+	return strings.HasPrefix(topicConfigDefs[name].Doc, notEnforced)
+}
+
 // KnownTopicConfig reports whether name is a topic config raftq
 // understands.
 func KnownTopicConfig(name string) bool {
@@ -108,16 +171,17 @@ func KnownTopicConfig(name string) bool {
 	return ok
 }
 
-// ValidateTopicConfigs checks keys and values, returning an error that names
-// the first bad one. replication.mode=isr is refused as reserved.
+// ValidateTopicConfigs checks keys and values as the current version
+// takes them, returning an error that names the first bad one.
+// replication.mode=isr is refused as reserved.
 func ValidateTopicConfigs(cfgs map[string]string) error {
-	return validateTopicConfigs(cfgs, false)
+	return validateTopicConfigs(cfgs, false, CurrentConfigVersion)
 }
 
-// validateTopicConfigs is ValidateTopicConfigs, letting replication.mode=isr
-// through with allowISR (CreateTopic.AllowISR, or a topic already in ISR
-// mode).
-func validateTopicConfigs(cfgs map[string]string, allowISR bool) error {
+// validateTopicConfigs is ValidateTopicConfigs at config version, letting
+// replication.mode=isr through with allowISR (CreateTopic.AllowISR, or a
+// topic already in ISR mode).
+func validateTopicConfigs(cfgs map[string]string, allowISR bool, version int) error {
 	keys := make([]string, 0, len(cfgs))
 	for k := range cfgs {
 		keys = append(keys, k)
@@ -125,10 +189,10 @@ func validateTopicConfigs(cfgs map[string]string, allowISR bool) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		d, ok := topicConfigDefs[k]
-		if !ok {
-			return fmt.Errorf("unknown topic config %q", k)
+		if !ok || d.Since > version {
+			return fmt.Errorf("Unknown topic config name: %s", k)
 		}
-		if err := d.check(cfgs[k]); err != nil {
+		if err := d.check(cfgs[k], version); err != nil {
 			return fmt.Errorf("topic config %s: %w", k, err)
 		}
 	}
@@ -246,4 +310,54 @@ func (t *Topic) ConfigInt(key string) int64 {
 		n, _ = strconv.ParseInt(topicConfigDefs[key].Default, 10, 64)
 	}
 	return n
+}
+
+// kafkaConfig is a Kafka topic config raftq accepts without acting on it.
+type kafkaConfig struct {
+	name, def string
+	typ       kmsg.ConfigType
+	doc       string
+	check     func(string) error
+}
+
+// kafkaOnlyConfigs are the topic configs of Kafka 4.x (TopicConfig.java,
+// LogConfig, remote storage's) that raftq does not enforce: tools that
+// create topics with them (Terraform providers, operators, Connect)
+// must not fail on one.
+func kafkaOnlyConfigs() []kafkaConfig {
+	long := func(min int64) func(string) error { return intAtLeast(min) }
+	boolean := oneOf("true", "false")
+	return []kafkaConfig{
+		{"compression.gzip.level", "-1", kmsg.ConfigTypeInt, "gzip level when compression.type=gzip (raftq uses franz-go's default level)", intIn(-1, 9)},
+		{"compression.lz4.level", "9", kmsg.ConfigTypeInt, "lz4 level when compression.type=lz4", intIn(1, 17)},
+		{"compression.zstd.level", "3", kmsg.ConfigTypeInt, "zstd level when compression.type=zstd", intIn(-131072, 22)},
+		{"file.delete.delay.ms", "60000", kmsg.ConfigTypeLong, "delay before a deleted segment's file goes (raftq deletes once no reader holds it)", long(0)},
+		{"follower.replication.throttled.replicas", "", kmsg.ConfigTypeList, "replicas whose follower replication is throttled", anyValue},
+		{"leader.replication.throttled.replicas", "", kmsg.ConfigTypeList, "replicas whose leader replication is throttled", anyValue},
+		{"local.retention.bytes", "-2", kmsg.ConfigTypeLong, "tiered storage: local retention by size", long(-2)},
+		{"local.retention.ms", "-2", kmsg.ConfigTypeLong, "tiered storage: local retention by time", long(-2)},
+		{"message.timestamp.after.max.ms", "9223372036854775807", kmsg.ConfigTypeLong, "how far in the future a CreateTime timestamp may be", long(0)},
+		{"message.timestamp.before.max.ms", "9223372036854775807", kmsg.ConfigTypeLong, "how far in the past a CreateTime timestamp may be", long(0)},
+		{"preallocate", "false", kmsg.ConfigTypeBoolean, "preallocate segment files", boolean},
+		{"remote.storage.enable", "false", kmsg.ConfigTypeBoolean, "tiered storage for this topic (raftq has none)", boolean},
+		{"remote.log.copy.disable", "false", kmsg.ConfigTypeBoolean, "tiered storage: stop copying segments", boolean},
+		{"remote.log.delete.on.disable", "false", kmsg.ConfigTypeBoolean, "tiered storage: delete remote data when disabled", boolean},
+		{"segment.index.bytes", "10485760", kmsg.ConfigTypeInt, "index file size (raftq's indexes grow as needed)", long(4)},
+		{"segment.jitter.ms", "0", kmsg.ConfigTypeLong, "random jitter subtracted from segment.ms", long(0)},
+	}
+}
+
+func anyValue(string) error { return nil }
+
+func intIn(lo, hi int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("must be in [%d, %d]", lo, hi)
+		}
+		return nil
+	}
 }

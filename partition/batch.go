@@ -105,7 +105,10 @@ func (i BatchInfo) LastSequence() int32 {
 // ParseBatchHeader checks that b is exactly one v2 batch by its framing and
 // header (length, magic, record count against lastOffsetDelta) and returns
 // its facts. It reads no record and does not check the CRC: it costs the
-// same for any size, for batches that ValidateBatch passed earlier.
+// same for any size, for batches that ValidateBatch passed earlier. It
+// takes the shapes a stored batch may have once a compacted topic was
+// cleaned (clean.go): fewer records than lastOffsetDelta + 1, or none.
+// Produced batches must pass ValidateBatch, which refuses those.
 func ParseBatchHeader(b []byte) (BatchInfo, error) {
 	// The magic byte sits at the same place in the legacy v0/v1 message
 	// sets, which are shorter than a v2 header: check it first, so that
@@ -139,10 +142,7 @@ func headerInfo(rb *kmsg.RecordBatch, size int) (BatchInfo, error) {
 	if rb.Magic != 2 {
 		return BatchInfo{}, invalid("magic %d: only v2 record batches are accepted", rb.Magic)
 	}
-	if rb.NumRecords <= 0 {
-		return BatchInfo{}, invalid("record count %d: a batch holds at least one record", rb.NumRecords)
-	}
-	if rb.LastOffsetDelta != rb.NumRecords-1 {
+	if rb.NumRecords < 0 || rb.LastOffsetDelta < 0 || int64(rb.NumRecords) > int64(rb.LastOffsetDelta)+1 {
 		return BatchInfo{}, invalid("lastOffsetDelta %d with %d records", rb.LastOffsetDelta, rb.NumRecords)
 	}
 	return BatchInfo{
@@ -176,20 +176,45 @@ func ValidateBatch(b []byte, maxBytes int) (BatchInfo, error) {
 	if err != nil {
 		return BatchInfo{}, err
 	}
+	if info.NumRecords <= 0 {
+		return BatchInfo{}, invalid("record count %d: a batch holds at least one record", info.NumRecords)
+	}
+	if info.LastOffsetDelta != info.NumRecords-1 {
+		return BatchInfo{}, invalid("lastOffsetDelta %d with %d records", info.LastOffsetDelta, info.NumRecords)
+	}
+	return info, checkBatchBody(b, info, true)
+}
+
+// ValidateStoredBatch is ValidateBatch for a batch read back from a log
+// (recovery): it also takes a cleaned batch, whose records' offset deltas
+// have gaps (they only grow, and stay within lastOffsetDelta), or that
+// holds no record at all.
+func ValidateStoredBatch(b []byte) (BatchInfo, error) {
+	info, err := ParseBatchHeader(b)
+	if err != nil {
+		return BatchInfo{}, err
+	}
+	return info, checkBatchBody(b, info, false)
+}
+
+// checkBatchBody checks the CRC-32C and, for an uncompressed batch, the
+// records' framing; contiguous requires offset deltas 0..n-1.
+func checkBatchBody(b []byte, info BatchInfo, contiguous bool) error {
 	if got, want := crc32.Checksum(b[offAttributes:], castagnoli), binary.BigEndian.Uint32(b[offCRC:]); got != want {
-		return BatchInfo{}, corrupt("crc32c %08x, header says %08x", got, want)
+		return corrupt("crc32c %08x, header says %08x", got, want)
 	}
 	if info.Compression() == CodecNone {
-		if err := checkRecordFraming(b[batchHeaderSize:], info.NumRecords); err != nil {
-			return BatchInfo{}, err
-		}
+		return checkRecordFraming(b[batchHeaderSize:], info.NumRecords, info.LastOffsetDelta, contiguous)
 	}
-	return info, nil
+	return nil
 }
 
 // checkRecordFraming walks the length prefixes of n uncompressed records.
 // It reads each record's offset delta (two varints in) and skips the rest.
-func checkRecordFraming(recs []byte, n int32) error {
+// Deltas are 0..n-1 when contiguous, else strictly growing and at most
+// lastDelta (a cleaned batch).
+func checkRecordFraming(recs []byte, n, lastDelta int32, contiguous bool) error {
+	prev := int64(-1)
 	for i := int32(0); i < n; i++ {
 		length, k := binary.Varint(recs)
 		if k <= 0 || length < minRecordBytes || length > int64(len(recs)-k) {
@@ -200,9 +225,10 @@ func checkRecordFraming(recs []byte, n int32) error {
 		if err != nil {
 			return corrupt("record %d: %v", i, err)
 		}
-		if delta != int64(i) {
+		if contiguous && delta != int64(i) || !contiguous && (delta <= prev || delta > int64(lastDelta)) {
 			return invalid("record %d has offset delta %d", i, delta)
 		}
+		prev = delta
 		recs = recs[k+int(length):]
 	}
 	if len(recs) != 0 {

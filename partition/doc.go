@@ -128,7 +128,13 @@
 //     than reusing them, so a reader's snapshot stays valid.
 //   - Bytes at or past the published size of a segment are never read.
 //   - Nothing below the recovery point is modified without first lowering
-//     the recovery point durably.
+//     the recovery point durably, except by Clean, which replaces a sealed
+//     segment whole: the new file is durable before a rename puts it in
+//     place, the rename before its indexes are written, and the indexes
+//     before Clean moves on, so a crash finds either segment, valid.
+//   - Every offset below the end lies in a stored batch. A cleaned batch
+//     may hold fewer records than offsets (Kafka keeps a v2 batch's base
+//     and last offset when its cleaner drops records), or none.
 //
 // # Goroutines and locks
 //

@@ -116,7 +116,7 @@ func decompressChecked(b []byte, info BatchInfo) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return recs, checkRecordFraming(recs, info.NumRecords)
+	return recs, checkRecordFraming(recs, info.NumRecords, info.LastOffsetDelta, true)
 }
 
 // decompressions bounds how many batches the node decompresses at once

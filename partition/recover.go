@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,7 +75,7 @@ func (l *Log) tidyDir() ([]int64, error) {
 }
 
 func (l *Log) isLeftover(name string, logs map[int64]bool) bool {
-	if strings.HasSuffix(name, ".tmp") {
+	if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, cleanedSuffix) {
 		return true
 	}
 	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
@@ -232,7 +231,7 @@ func revalidate(w *walker, h batchHeader) (batchHeader, error) {
 	w.pos = h.pos
 	h, b, err := w.nextBatch()
 	if err == nil {
-		_, err = ValidateBatch(b, math.MaxInt)
+		_, err = ValidateStoredBatch(b)
 	}
 	return h, err
 }
@@ -283,7 +282,7 @@ func (l *Log) scanSegment(s *segment, size int64) (torn bool, err error) {
 			err = fmt.Errorf("batch at %d has base %d, want %d", h.pos, h.base, s.next)
 		}
 		if err == nil {
-			_, err = ValidateBatch(b, math.MaxInt)
+			_, err = ValidateStoredBatch(b)
 		}
 		if err != nil {
 			l.logger.Warn("cutting segment at its first bad batch", "segment", s.base, "pos", s.size, "size", size, "err", err)

@@ -249,7 +249,7 @@ func testTopicAlter(t *testing.T, bs string) {
 	if out := cli(t, 1, "", "topic", "alter", "no-such-topic", "-c", "retention.ms=1", "-b", bs); !strings.Contains(out.stderr, `topic "no-such-topic" does not exist`) {
 		t.Errorf("alter of a missing topic: stderr %q", out.stderr)
 	}
-	if out := cli(t, 1, "", "topic", "alter", "cli", "--delete-config", "foo.bar", "-b", bs); !strings.Contains(out.stderr, `unknown topic config "foo.bar"`) {
+	if out := cli(t, 1, "", "topic", "alter", "cli", "--delete-config", "foo.bar", "-b", bs); !strings.Contains(out.stderr, `Unknown topic config name: foo.bar`) {
 		t.Errorf("deleting an unknown config: stderr %q", out.stderr)
 	}
 	// The broker's reason, not the error code's generic text.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/raftq/raftq/coordinator"
 )
 
 func runTopic(ctx context.Context, e *env, args []string) error {
@@ -206,7 +208,7 @@ func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic s
 	sort.Slice(rc.Configs, func(i, j int) bool { return rc.Configs[i].Key < rc.Configs[j].Key })
 	fmt.Fprintln(e.stdout, "configs:")
 	for _, c := range rc.Configs {
-		fmt.Fprintf(e.stdout, "  %s=%s (%s)\n", c.Key, c.MaybeValue(), c.Source)
+		fmt.Fprintf(e.stdout, "  %s=%s (%s)%s\n", c.Key, c.MaybeValue(), c.Source, enforcedNote(c.Key))
 	}
 	return nil
 }
@@ -313,4 +315,12 @@ func topicDelete(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "deleted topic %s\n", r.Topic)
 	}
 	return errors.Join(errs...)
+}
+
+// enforcedNote marks a Kafka config raftq stores without acting on it.
+func enforcedNote(key string) string {
+	if coordinator.NotEnforced(key) {
+		return "  [accepted, not enforced]"
+	}
+	return ""
 }
