@@ -109,6 +109,8 @@ type RaftqOutcome struct {
 	Crashes []chaos.Exit `json:"crashes"`
 	// Schedule is the planned faults.
 	Schedule chaos.Schedule `json:"schedule"`
+	// Setup is what the run ran against (also in results.json).
+	Setup Setup `json:"setup"`
 }
 
 // RunRaftq starts a raftq cluster in a private network namespace (on
@@ -121,7 +123,7 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 		return nil, err
 	}
 	log := logging.Discard(cfg.Logger)
-	cfg.LazyFS = cfg.LazyFS || slices.Contains(cfg.Schedule.Kinds, chaos.KindLoseUnfsynced)
+	cfg.LazyFS = cfg.lazyFS()
 	if err := prerequisites(cfg.LazyFS); err != nil {
 		return nil, err
 	}
@@ -130,7 +132,7 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 	} else if len(ns)+len(mounts) > 0 {
 		log.Info("cleaned up after earlier runs", "namespaces", ns, "mounts", mounts)
 	}
-	out := &RaftqOutcome{}
+	out := &RaftqOutcome{Setup: cfg.setup()}
 	if len(cfg.Schedule.Kinds) > 0 {
 		sc := cfg.Schedule
 		sc.Duration, sc.Nodes = cfg.Run.Workload.Duration, nodeIDs(cfg.Nodes)
@@ -156,6 +158,12 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 		}
 	}
 	return out, runErr
+}
+
+// lazyFS reports whether the data dirs go on lazyfs: when asked, or when
+// a fault needs it.
+func (c RaftqConfig) lazyFS() bool {
+	return c.LazyFS || slices.Contains(c.Schedule.Kinds, chaos.KindLoseUnfsynced)
 }
 
 // prerequisites says what is missing to run the cluster: ip and
@@ -226,6 +234,7 @@ func runOnCluster(ctx context.Context, cfg RaftqConfig, c *chaos.Cluster, out *R
 	w.ClientOpts = append(slices.Clone(w.ClientOpts), kgo.Dialer(c.DialContext), kgo.MetadataMinAge(metadataMinAge))
 	flog := log.With("component", "nemesis")
 	rc.Faults, rc.Schedule = c, out.Schedule
+	rc.Setup = &out.Setup
 	rc.OnFault = func(ev chaos.Event) {
 		fe := faultEvent(ev)
 		if fe.Err != "" {

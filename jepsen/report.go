@@ -224,5 +224,22 @@ func Recheck(dir string, cfg CheckConfig) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Setup = previousSetup(dir)
 	return res, writeReport(dir, h, res)
+}
+
+// previousSetup is the setup results.json in dir names, or nil: the
+// history does not hold it, so a recheck carries it over.
+func previousSetup(dir string) *Setup {
+	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return nil
+	}
+	var old struct {
+		Setup *Setup `json:"setup"`
+	}
+	if json.Unmarshal(b, &old) != nil {
+		return nil
+	}
+	return old.Setup
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,9 +224,16 @@ func TestE2E_JepsenLoseUnfsyncedLosesWritesWithFsyncNever(t *testing.T) {
 func TestE2E_JepsenLoseUnfsyncedIsCleanWithFsyncAlways(t *testing.T) {
 	requireFaults(t, true)
 	r := runJepsenCommand(t, "--nodes", "3", "--nemesis", "lose-unfsynced", "--fsync", "always",
-		"--time", "25s", "--nemesis-interval", "4s", "--rate", "500", "--acks", "all", "--seed", "7")
+		"--time", "25s", "--nemesis-interval", "4s", "--rate", "500", "--acks", "all", "--seed", "7",
+		"-c", "retention.ms=86400000")
 	r.requireClean(t)
 	r.requireFaultsDone(t, 1, chaos.KindLoseUnfsynced)
+	if s := r.results.Setup; s == nil || s.TopicConfigs["retention.ms"] != "86400000" || s.Fsync != "always" || s.LazyFS != "worst-case" {
+		t.Errorf("results.json setup %+v", s)
+	}
+	if !strings.Contains(r.stdout, "setup: ") || !strings.Contains(r.stdout, "topic.retention.ms=86400000") {
+		t.Errorf("output %q lacks the setup line", r.stdout)
+	}
 }
 
 // jepsenConfig parses `raftq jepsen run` flags into the run's config.
@@ -274,12 +282,21 @@ func TestJepsenFlags_Config(t *testing.T) {
 	if c, err = jepsenConfig(t, "--unsafe-ack-before-commit", "--idempotent=true"); err != nil || !c.Run.Workload.Idempotent {
 		t.Errorf("an explicit --idempotent must win: %v %v", c.Run.Workload.Idempotent, err)
 	}
+	if c, err = jepsenConfig(t, "-c", "replication.mode=isr", "--config", "min.insync.replicas=2", "-c", "x=a=b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Run.Workload.TopicConfigs, map[string]string{"replication.mode": "isr", "min.insync.replicas": "2", "x": "a=b"}; !maps.Equal(got, want) {
+		t.Errorf("topic configs %v, want %v", got, want)
+	}
+	if c, err = jepsenConfig(t); err != nil || c.Run.Workload.TopicConfigs != nil {
+		t.Errorf("no -c: topic configs %v, %v", c.Run.Workload.TopicConfigs, err)
+	}
 	if c, err = jepsenConfig(t, "--acks", "1"); err != nil || c.Run.Workload.Acks != jepsen.AcksLeader || c.Run.Workload.Idempotent {
 		t.Errorf("acks=1: %s idempotent %v %v", c.Run.Workload.Acks, c.Run.Workload.Idempotent, err)
 	}
 	for _, bad := range [][]string{
 		{"--nemesis", "membership"}, {"--nemesis", "flood"}, {"--fsync", "sometimes"}, {"--acks", "2"},
-		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--nodes", "0"},
+		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--nodes", "0"}, {"-c", "novalue"}, {"-c", "=v"},
 	} {
 		var ue usageError
 		if _, err := jepsenConfig(t, bad...); !errors.As(err, &ue) {

@@ -26,6 +26,7 @@ type jepsenFlags struct {
 	acks        string
 	concurrency int
 	rf          int16
+	configs     []string
 	logLevel    string
 	now         func() time.Time
 }
@@ -44,6 +45,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.StringVar(&c.Binary, "binary", "", "raftq executable the nodes run (default: this executable)")
 	fs.Int32Var(&w.Partitions, "partitions", w.Partitions, "partitions of the test topic")
 	fs.Int16Var(&f.rf, "replication-factor", 0, "replication factor of the test topic (default: min(3, nodes))")
+	fs.StringArrayVarP(&f.configs, "config", "c", nil, "topic config key=value of the test topic (repeatable), e.g. -c replication.mode=isr -c min.insync.replicas=2")
 	fs.IntVar(&f.concurrency, "concurrency", w.Producers+w.Consumers, "client processes: two thirds produce, the rest poll")
 	fs.DurationVar(&s.Interval, "nemesis-interval", s.Interval, "mean time between faults of one kind, and mean fault length")
 	fs.StringSliceVar(&f.targets, "kill-targets", targetNames(s.Targets), "nodes kill and pause hit: one, minority, majority, all, leader")
@@ -121,6 +123,17 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	w.Producers = (2*f.concurrency + 2) / 3
 	w.Consumers = f.concurrency - w.Producers
+	configs, err := parseTopicConfigs(f.configs)
+	if err != nil {
+		return c, err
+	}
+	w.TopicConfigs = nil
+	for k, v := range configs {
+		if w.TopicConfigs == nil {
+			w.TopicConfigs = map[string]string{}
+		}
+		w.TopicConfigs[k] = *v
+	}
 	w.ReplicationFactor = f.rf
 	if f.rf == 0 {
 		w.ReplicationFactor = int16(min(3, c.Nodes))
@@ -183,7 +196,7 @@ func runJepsenRun(ctx context.Context, e *env, args []string) error {
 // its verdict.
 var errJepsenFailed = errors.New("the run did not pass")
 
-// reportJepsen prints the one-line verdict and the report path, and
+// reportJepsen prints the one-line verdict, the report path and the setup line, and
 // returns an error (a non-zero exit) unless every checker passed, the
 // run went through and no node crashed on its own.
 func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runErr error) error {
@@ -198,6 +211,7 @@ func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runE
 		extra = fmt.Sprintf("; %d node crash(es), see %s", n, filepath.Join(cfg.Run.ReportDir, jepsen.NemesisFile))
 	}
 	problems := printVerdict(e, cfg.Run.ReportDir, out.Results, extra)
+	fmt.Fprintf(e.stdout, "setup: %s\n", out.Setup)
 	if len(out.Crashes) > 0 {
 		problems = append(problems, "nodes crashed")
 	}
