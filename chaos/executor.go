@@ -20,7 +20,7 @@ type Env interface {
 	Resume(ctx context.Context, ids ...int) error
 	Partition(ctx context.Context, g Grudge) error
 	Heal(ctx context.Context) error
-	LoseUnsynced(ctx context.Context) (map[int]LossReport, error)
+	LoseUnsyncedNodes(ctx context.Context, ids ...int) (map[int]LossReport, error)
 	Leader(ctx context.Context) (int, error)
 }
 
@@ -191,15 +191,19 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 		}
 		return grudgeNodes(g), fmt.Sprintf("partition %s %s", f.Shape, g), x.env.Partition(ctx, g)
 	case KindLoseUnfsynced:
-		lost, err := x.env.LoseUnsynced(ctx)
-		return x.env.NodeIDs(), "kill all, lose unsynced writes: " + lossDetail(lost), err
+		nodes, err := x.powerTargets(ctx, f)
+		if err != nil {
+			return nil, fmt.Sprintf("power loss of %s: no target", f.powerTarget()), err
+		}
+		lost, err := x.env.LoseUnsyncedNodes(ctx, nodes...)
+		return nodes, fmt.Sprintf("power loss of %s %v: ", f.powerTarget(), nodes) + lossDetail(lost), err
 	}
 	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
 
 // stopFault ends fault f, whose start acted on nodes: restart killed
-// nodes, resume paused ones, heal partitions, or restart every node
-// after lose-unfsynced.
+// nodes, resume paused ones, heal partitions, or restart the nodes a
+// power loss hit.
 func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string, error) {
 	switch f.Kind {
 	case KindKill:
@@ -209,7 +213,7 @@ func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string,
 	case KindPartition:
 		return "heal", x.env.Heal(ctx)
 	case KindLoseUnfsynced:
-		return "restart all", x.env.EnsureRunning(ctx, x.env.NodeIDs()...)
+		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
 	}
 	return string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
@@ -223,6 +227,15 @@ func (x *Executor) targets(ctx context.Context, f Fault) ([]int, error) {
 		return nil, err
 	}
 	return []int{id}, nil
+}
+
+// powerTargets are the nodes a lose-unfsynced fault hits: its chosen
+// nodes, the leader now, or every node (a fault without a target).
+func (x *Executor) powerTargets(ctx context.Context, f Fault) ([]int, error) {
+	if f.powerTarget() == TargetAll && len(f.Nodes) == 0 {
+		return x.env.NodeIDs(), nil
+	}
+	return x.targets(ctx, f)
 }
 
 func (x *Executor) grudge(ctx context.Context, f Fault) (Grudge, error) {

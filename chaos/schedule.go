@@ -18,7 +18,7 @@ const (
 	KindKill          Kind = "kill"           // kill -9 some nodes, restart them at stop
 	KindPause         Kind = "pause"          // SIGSTOP some nodes, SIGCONT at stop
 	KindPartition     Kind = "partition"      // iptables partition, heal at stop
-	KindLoseUnfsynced Kind = "lose-unfsynced" // kill all, drop unsynced writes; restart all at stop
+	KindLoseUnfsynced Kind = "lose-unfsynced" // power loss: kill the targets, drop their unsynced writes; restart them at stop
 	KindMembership    Kind = "membership"     // not yet: needs broker reassignment
 )
 
@@ -66,16 +66,20 @@ type ScheduleConfig struct {
 	Nodes    []int    // node ids
 	Targets  []Target // kill and pause targets to choose from
 	Shapes   []Shape  // partition shapes to choose from
+	// PowerTargets are the lose-unfsynced targets to choose from; empty
+	// means all (a power loss of the whole cluster).
+	PowerTargets []Target
 }
 
 // DefaultScheduleConfig returns the defaults: a 10 s interval, every
 // kill/pause target but the leader, every partition shape that needs no
-// leader.
+// leader, and power losses of the whole cluster.
 func DefaultScheduleConfig() ScheduleConfig {
 	return ScheduleConfig{
-		Interval: 10 * time.Second,
-		Targets:  []Target{TargetOne, TargetMinority, TargetMajority, TargetAll},
-		Shapes:   []Shape{ShapeMajorityMinority, ShapeIsolateOne, ShapeBridge, ShapeMajoritiesRing},
+		Interval:     10 * time.Second,
+		Targets:      []Target{TargetOne, TargetMinority, TargetMajority, TargetAll},
+		Shapes:       []Shape{ShapeMajorityMinority, ShapeIsolateOne, ShapeBridge, ShapeMajoritiesRing},
+		PowerTargets: []Target{TargetAll},
 	}
 }
 
@@ -94,6 +98,11 @@ func (c ScheduleConfig) Validate() error {
 	for _, t := range c.Targets {
 		if !slices.Contains(knownTargets, t) {
 			return fmt.Errorf("chaos: unknown kill/pause target %q (want one of %v)", t, knownTargets)
+		}
+	}
+	for _, t := range c.PowerTargets {
+		if !slices.Contains(knownTargets, t) {
+			return fmt.Errorf("chaos: unknown lose-unfsynced target %q (want one of %v)", t, knownTargets)
 		}
 	}
 	for _, s := range c.Shapes {
@@ -120,8 +129,8 @@ type Fault struct {
 	Kind   Kind
 	Start  time.Duration // offset from the run's start
 	Stop   time.Duration
-	Target Target // kill, pause
-	Nodes  []int  // kill, pause: chosen nodes (empty for the leader)
+	Target Target // kill, pause, lose-unfsynced (empty there means all)
+	Nodes  []int  // kill, pause, lose-unfsynced: chosen nodes (empty for the leader)
 	Shape  Shape  // partition
 	Grudge Grudge // partition (nil for isolate-leader)
 }
@@ -131,6 +140,8 @@ func (f Fault) String() string {
 	switch f.Kind {
 	case KindKill, KindPause:
 		return fmt.Sprintf("%s %s %v", f.Kind, f.Target, f.Nodes)
+	case KindLoseUnfsynced:
+		return fmt.Sprintf("%s %s %v", f.Kind, f.powerTarget(), f.Nodes)
 	case KindPartition:
 		return fmt.Sprintf("%s %s %s", f.Kind, f.Shape, f.Grudge)
 	}
@@ -245,8 +256,27 @@ func choose(f *Fault, cfg ScheduleConfig, rng *rand.Rand) error {
 		return choosePartition(f, cfg, rng)
 	case KindLoseUnfsynced:
 		f.Target, f.Nodes = TargetAll, sorted(cfg.Nodes)
+		// No draw with one choice, so that a seed gives the schedule it
+		// gave before lose-unfsynced had targets.
+		if n := len(cfg.PowerTargets); n == 1 {
+			f.Target = cfg.PowerTargets[0]
+		} else if n > 1 {
+			f.Target = cfg.PowerTargets[rng.IntN(n)]
+		}
+		if f.Target != TargetAll {
+			f.Nodes = Pick(f.Target, cfg.Nodes, rng)
+		}
 	}
 	return nil
+}
+
+// powerTarget is a lose-unfsynced fault's target; hand-made schedules
+// from before targets existed leave it empty, meaning all.
+func (f Fault) powerTarget() Target {
+	if f.Target == "" {
+		return TargetAll
+	}
+	return f.Target
 }
 
 // Pick chooses the nodes of a target at random, sorted: one node, a

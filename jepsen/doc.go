@@ -198,9 +198,11 @@
 //     majorities-ring (5+ nodes); stop heals. A cut-off leader loses its
 //     quorum (CheckQuorum) and steps down; clients still reach it and get
 //     NOT_LEADER_OR_FOLLOWER.
-//   - lose-unfsynced: a power loss of the whole cluster: SIGKILL every
-//     node, then lazyfs drops every write not fsynced; stop restarts
-//     every node. With --fsync always raft's WAL holds every acknowledged
+//   - lose-unfsynced: a power loss: SIGKILL the target nodes (every node
+//     by default; with --power-targets one node, a minority, a majority
+//     or the leader of a partition of the test topic), then lazyfs drops
+//     every write not fsynced on those nodes only; the others keep
+//     running with their page cache. Stop restarts the nodes it hit. With --fsync always raft's WAL holds every acknowledged
 //     write; with --fsync never the partition WALs lose what was written
 //     since start (the metadata log is always fsynced, so the topic
 //     survives and the loss can be measured).

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/raftq/raftq/chaos"
 )
 
 // Setup is what a run ran against, written into results.json and printed
@@ -184,6 +186,14 @@ func (c RaftqConfig) setup() Setup {
 	default:
 		for _, k := range c.Schedule.Kinds {
 			s.Nemesis = append(s.Nemesis, string(k))
+		}
+	}
+	if slices.Contains(c.Schedule.Kinds, chaos.KindLoseUnfsynced) {
+		for _, t := range c.Schedule.PowerTargets {
+			s.PowerTargets = append(s.PowerTargets, string(t))
+		}
+		if len(s.PowerTargets) == 0 {
+			s.PowerTargets = []string{string(chaos.TargetAll)}
 		}
 	}
 	return s

@@ -28,7 +28,7 @@ func TestRaftqConfig_SetupNamesTheEffectiveSettings(t *testing.T) {
 	s := c.setup()
 	want := Setup{Mode: "isr", Nodes: 5, Partitions: 4, ReplicationFactor: 3, MinInsyncReplicas: "2",
 		FlushMessages: "1", FlushMs: "never", Fsync: FsyncNever, Unclean: "false", ELR: true, Acks: AcksAll,
-		Idempotent: true, Nemesis: []string{"kill", "lose-unfsynced"}, Seed: 9, Duration: w.Duration,
+		Idempotent: true, Nemesis: []string{"kill", "lose-unfsynced"}, PowerTargets: []string{"all"}, Seed: 9, Duration: w.Duration,
 		LazyFS: "worst-case"}
 	got := s
 	got.TopicConfigs, got.ServerArgs = nil, nil

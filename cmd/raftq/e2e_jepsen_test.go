@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,6 +237,25 @@ func TestE2E_JepsenLoseUnfsyncedIsCleanWithFsyncAlways(t *testing.T) {
 	}
 }
 
+// TestE2E_JepsenPowerLossOfTheLeader power-loses one partition leader
+// at a time with fsync always: each fault hits one node, the others keep
+// serving, and nothing acknowledged is lost.
+func TestE2E_JepsenPowerLossOfTheLeader(t *testing.T) {
+	requireFaults(t, true)
+	r := runJepsenCommand(t, "--nodes", "3", "--nemesis", "lose-unfsynced", "--power-targets", "leader",
+		"--fsync", "always", "--time", "25s", "--nemesis-interval", "4s", "--rate", "500", "--acks", "all", "--seed", "7")
+	r.requireClean(t)
+	r.requireFaultsDone(t, 1, chaos.KindLoseUnfsynced)
+	for _, f := range r.outcome.Faults {
+		if f.Kind == chaos.KindLoseUnfsynced && len(f.Nodes) != 1 {
+			t.Errorf("power loss of the leader hit %v: %s", f.Nodes, f.Detail)
+		}
+	}
+	if s := r.results.Setup; s == nil || !slices.Equal(s.PowerTargets, []string{"leader"}) {
+		t.Errorf("setup %+v lacks the power targets", s)
+	}
+}
+
 // jepsenConfig parses `raftq jepsen run` flags into the run's config.
 func jepsenConfig(t *testing.T, args ...string) (jepsen.RaftqConfig, error) {
 	t.Helper()
@@ -291,12 +311,21 @@ func TestJepsenFlags_Config(t *testing.T) {
 	if c, err = jepsenConfig(t); err != nil || c.Run.Workload.TopicConfigs != nil {
 		t.Errorf("no -c: topic configs %v, %v", c.Run.Workload.TopicConfigs, err)
 	}
+	if c, err = jepsenConfig(t, "--nemesis", "lose-unfsynced", "--power-targets", "leader,one"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Schedule.PowerTargets; !slices.Equal(got, []chaos.Target{chaos.TargetLeader, chaos.TargetOne}) {
+		t.Errorf("power targets %v", got)
+	}
+	if c, err = jepsenConfig(t); err != nil || !slices.Equal(c.Schedule.PowerTargets, []chaos.Target{chaos.TargetAll}) {
+		t.Errorf("default power targets %v, %v", c.Schedule.PowerTargets, err)
+	}
 	if c, err = jepsenConfig(t, "--acks", "1"); err != nil || c.Run.Workload.Acks != jepsen.AcksLeader || c.Run.Workload.Idempotent {
 		t.Errorf("acks=1: %s idempotent %v %v", c.Run.Workload.Acks, c.Run.Workload.Idempotent, err)
 	}
 	for _, bad := range [][]string{
 		{"--nemesis", "membership"}, {"--nemesis", "flood"}, {"--fsync", "sometimes"}, {"--acks", "2"},
-		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--nodes", "0"}, {"-c", "novalue"}, {"-c", "=v"},
+		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--power-targets", "half"}, {"--nodes", "0"}, {"-c", "novalue"}, {"-c", "=v"},
 	} {
 		var ue usageError
 		if _, err := jepsenConfig(t, bad...); !errors.As(err, &ue) {

@@ -22,6 +22,7 @@ type jepsenFlags struct {
 	cfg         jepsen.RaftqConfig
 	nemeses     []string
 	targets     []string
+	power       []string
 	shapes      []string
 	acks        string
 	concurrency int
@@ -49,6 +50,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.IntVar(&f.concurrency, "concurrency", w.Producers+w.Consumers, "client processes: two thirds produce, the rest poll")
 	fs.DurationVar(&s.Interval, "nemesis-interval", s.Interval, "mean time between faults of one kind, and mean fault length")
 	fs.StringSliceVar(&f.targets, "kill-targets", targetNames(s.Targets), "nodes kill and pause hit: one, minority, majority, all, leader")
+	fs.StringSliceVar(&f.power, "power-targets", targetNames(s.PowerTargets), "nodes lose-unfsynced power-loses: all, one, minority, majority, leader (of a partition of the test topic)")
 	fs.StringSliceVar(&f.shapes, "partition-shapes", shapeNames(s.Shapes), "partitions: majority-minority, isolate-one, isolate-leader, bridge, majorities-ring")
 	fs.BoolVar(&w.Idempotent, "idempotent", true, "idempotent producers (default false with --unsafe-ack-before-commit)")
 	fs.StringVar(&w.PollMode, "poll-mode", w.PollMode, "consumers: assign (seek) or subscribe (consumer groups)")
@@ -93,7 +95,7 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	c := f.cfg
 	w, s := &c.Run.Workload, &c.Schedule
 	w.Seed = s.Seed
-	s.Kinds, s.Targets, s.Shapes = nil, nil, nil
+	s.Kinds, s.Targets, s.Shapes, s.PowerTargets = nil, nil, nil, nil
 	for _, n := range f.nemeses {
 		if n != "none" && n != "" {
 			s.Kinds = append(s.Kinds, chaos.Kind(n))
@@ -101,6 +103,9 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	for _, t := range f.targets {
 		s.Targets = append(s.Targets, chaos.Target(t))
+	}
+	for _, t := range f.power {
+		s.PowerTargets = append(s.PowerTargets, chaos.Target(t))
 	}
 	for _, sh := range f.shapes {
 		s.Shapes = append(s.Shapes, chaos.Shape(sh))
