@@ -94,6 +94,11 @@ type Config struct {
 	// (BenchmarkAppendFsync): fine for correctness runs, misleading for
 	// throughput comparisons with runs off lazyfs.
 	LazyFSSyncBacking bool
+	// LazyFSWritebackAge turns on lazyfs's writeback model: files dirty
+	// for at least this long are written back and survive a power loss,
+	// as on Linux (30 s). Zero is the worst case: a power loss drops every
+	// write not fsynced.
+	LazyFSWritebackAge time.Duration
 	// Ports are the ports inside a namespace (DefaultPorts when zero).
 	Ports Ports
 	// GuardPeerPort rejects connections from 127.0.0.1 to the nodes' peer
@@ -127,6 +132,8 @@ func (c Config) Validate() error {
 		return errors.New("chaos: config needs an Args func")
 	case c.StartTimeout <= 0 || c.StopTimeout <= 0:
 		return errors.New("chaos: start and stop timeouts must be positive")
+	case c.LazyFSWritebackAge < 0:
+		return errors.New("chaos: lazyfs writeback age must not be negative")
 	}
 	return nil
 }
@@ -244,6 +251,7 @@ func (c *Cluster) prepareDirs(n Node) error {
 	lc := lazyfs.DefaultConfig()
 	lc.Backing, lc.Mountpoint = filepath.Join(n.Dir, "durable"), n.DataDir
 	lc.SyncBacking, lc.Logger = c.cfg.LazyFSSyncBacking, c.log
+	lc.WritebackAge = c.cfg.LazyFSWritebackAge
 	fsys, err := lazyfs.Mount(lc)
 	if err != nil {
 		return err

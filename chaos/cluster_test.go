@@ -352,6 +352,22 @@ func TestCluster_LoseUnsyncedNodesHitsOnlyItsTargets(t *testing.T) {
 	}
 }
 
+// With the writeback model a node's write older than the age survives its
+// power loss, which it does not in the worst case (above).
+func TestCluster_LazyFSWritebackModelKeepsOldWrites(t *testing.T) {
+	cfg := echoConfig(t, 1)
+	cfg.LazyFS, cfg.LazyFSWritebackAge = true, 100*time.Millisecond
+	c := newCluster(t, cfg)
+	eventually(t, "the flusher to write the unsynced U back", func() bool { return c.FS(1).Stats().Writebacks > 0 })
+	if _, err := c.LoseUnsyncedNodes(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.Node(1)
+	if got := readMarks(t, n); got != "SU" {
+		t.Errorf("marks after the power loss: %q, want the written-back SU", got)
+	}
+}
+
 // The executor's power loss of the leader hits the node the Leader func
 // names when the fault starts, and its stop restarts that node only.
 func TestExecutor_PowerLossOfTheLeaderOnRealNodes(t *testing.T) {

@@ -202,7 +202,11 @@
 //     by default; with --power-targets one node, a minority, a majority
 //     or the leader of a partition of the test topic), then lazyfs drops
 //     every write not fsynced on those nodes only; the others keep
-//     running with their page cache. Stop restarts the nodes it hit. With --fsync always raft's WAL holds every acknowledged
+//     running with their page cache. Stop restarts the nodes it hit.
+//     The loss is the worst case (everything not fsynced) unless
+//     --lazyfs-writeback gives an age: then files dirty for longer were
+//     written back, as Linux's flusher does after 30 s. results.json
+//     names the model (setup.lazyfs: worst-case or writeback-<age>). With --fsync always raft's WAL holds every acknowledged
 //     write; with --fsync never the partition WALs lose what was written
 //     since start (the metadata log is always fsynced, so the topic
 //     survives and the loss can be measured).

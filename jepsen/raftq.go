@@ -62,6 +62,12 @@ type RaftqConfig struct {
 	// LazyFS puts the data dirs on lazyfs; it is forced on when the
 	// schedule has lose-unfsynced.
 	LazyFS bool
+	// Writeback turns on lazyfs's writeback model (see chaos/lazyfs): at a
+	// power loss, files dirty for at least this long were written back
+	// and survive, as on Linux (lazyfs.LinuxWritebackAge, 30 s). Zero is
+	// the worst case, everything not fsynced is lost. results.json names
+	// the model (Setup.LazyFS).
+	Writeback time.Duration
 	// KeepData keeps the nodes' data directories after the run (the logs
 	// are always kept).
 	KeepData bool
@@ -92,6 +98,8 @@ func (c RaftqConfig) Validate() error {
 		return fmt.Errorf("fsync %q, want always or never: %w", c.Fsync, ErrBadConfig)
 	case c.ReadyTimeout <= 0:
 		return fmt.Errorf("ready timeout %s: %w", c.ReadyTimeout, ErrBadConfig)
+	case c.Writeback < 0:
+		return fmt.Errorf("lazyfs writeback age %s: %w", c.Writeback, ErrBadConfig)
 	case c.Run.ReportDir == "":
 		return fmt.Errorf("no report directory: %w", ErrBadConfig)
 	}
@@ -200,6 +208,7 @@ func startRaftq(ctx context.Context, cfg RaftqConfig, log *slog.Logger) (*chaos.
 	cc.Dir = filepath.Join(cfg.Run.ReportDir, ClusterDir)
 	cc.Args = chaos.ServerArgs("jepsen", cfg.Fsync, extra...)
 	cc.Namespace, cc.GuardPeerPort, cc.LazyFS = true, true, cfg.LazyFS
+	cc.LazyFSWritebackAge = cfg.Writeback
 	cc.Ready = chaos.HTTPReady("/v1/status")
 	cc.Leader = leaderFunc(w.Topic, w.Partitions)
 	cc.StartTimeout = cfg.ReadyTimeout
@@ -216,7 +225,7 @@ func startRaftq(ctx context.Context, cfg RaftqConfig, log *slog.Logger) (*chaos.
 		c.Close()
 		return nil, fmt.Errorf("jepsen: start cluster: %w", err)
 	}
-	log.Info("cluster up", "nodes", cfg.Nodes, "dir", cc.Dir, "fsync", cfg.Fsync, "lazyfs", cfg.LazyFS)
+	log.Info("cluster up", "nodes", cfg.Nodes, "dir", cc.Dir, "fsync", cfg.Fsync, "lazyfs", lazyFSModel(cfg.LazyFS, cfg.Writeback))
 	return c, nil
 }
 

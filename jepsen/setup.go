@@ -176,7 +176,7 @@ func (c RaftqConfig) setup() Setup {
 		Idempotent:        w.Idempotent,
 		Seed:              c.Schedule.Seed,
 		Duration:          w.Duration,
-		LazyFS:            lazyFSModel(c.lazyFS(), 0),
+		LazyFS:            lazyFSModel(c.lazyFS(), c.Writeback),
 		TopicConfigs:      maps.Clone(tc),
 		ServerArgs:        slices.Clone(c.ServerArgs),
 	}

@@ -22,6 +22,7 @@ func TestRaftqConfig_SetupNamesTheEffectiveSettings(t *testing.T) {
 	c.ServerArgs = []string{"--tick-interval=50ms", "--eligible-leader-replicas"}
 	c.Schedule.Seed = 9
 	c.Schedule.Kinds = []chaos.Kind{chaos.KindKill, chaos.KindLoseUnfsynced}
+	c.Writeback = 30 * time.Second
 	w := &c.Run.Workload
 	w.ReplicationFactor = 3
 	w.TopicConfigs = map[string]string{"replication.mode": "isr", "min.insync.replicas": "2", "flush.messages": "1"}
@@ -29,7 +30,7 @@ func TestRaftqConfig_SetupNamesTheEffectiveSettings(t *testing.T) {
 	want := Setup{Mode: "isr", Nodes: 5, Partitions: 4, ReplicationFactor: 3, MinInsyncReplicas: "2",
 		FlushMessages: "1", FlushMs: "never", Fsync: FsyncNever, Unclean: "false", ELR: true, Acks: AcksAll,
 		Idempotent: true, Nemesis: []string{"kill", "lose-unfsynced"}, PowerTargets: []string{"all"}, Seed: 9, Duration: w.Duration,
-		LazyFS: "worst-case"}
+		LazyFS: "writeback-30s"}
 	got := s
 	got.TopicConfigs, got.ServerArgs = nil, nil
 	if gb, wb := mustJSON(t, got), mustJSON(t, want); gb != wb {
@@ -37,7 +38,7 @@ func TestRaftqConfig_SetupNamesTheEffectiveSettings(t *testing.T) {
 	}
 	line := s.String()
 	for _, kv := range []string{"mode=isr", "rf=3", "min.insync.replicas=2", "flush.messages=1", "fsync=never",
-		"unclean=false", "elr=true", "nodes=5", "nemesis=kill,lose-unfsynced", "seed=9", "lazyfs=worst-case",
+		"unclean=false", "elr=true", "nodes=5", "nemesis=kill,lose-unfsynced", "seed=9", "lazyfs=writeback-30s",
 		"topic.flush.messages=1", `server.args="--tick-interval=50ms --eligible-leader-replicas"`} {
 		if !strings.Contains(line, kv) {
 			t.Errorf("setup line %q lacks %s", line, kv)
@@ -49,6 +50,10 @@ func TestRaftqConfig_SetupNamesTheEffectiveSettings(t *testing.T) {
 	c.Schedule.Kinds = nil
 	c.ServerArgs = []string{"--eligible-leader-replicas", "--eligible-leader-replicas=false"}
 	s = c.setup()
+	c.LazyFS = true
+	if got := c.setup().LazyFS; got != "worst-case" {
+		t.Errorf("lazyfs without writeback: %q", got)
+	}
 	if s.Mode != "raft" || s.MinInsyncReplicas != "1" || s.FlushMessages != "never" || s.Unclean != "false" ||
 		s.ELR || s.LazyFS != "off" || len(s.Nemesis) != 1 || s.Nemesis[0] != "none" {
 		t.Errorf("default setup %+v", s)

@@ -320,12 +320,15 @@ func TestJepsenFlags_Config(t *testing.T) {
 	if c, err = jepsenConfig(t); err != nil || !slices.Equal(c.Schedule.PowerTargets, []chaos.Target{chaos.TargetAll}) {
 		t.Errorf("default power targets %v, %v", c.Schedule.PowerTargets, err)
 	}
+	if c, err = jepsenConfig(t, "--lazyfs-writeback", "30s"); err != nil || c.Writeback != 30*time.Second {
+		t.Errorf("--lazyfs-writeback 30s: %s, %v", c.Writeback, err)
+	}
 	if c, err = jepsenConfig(t, "--acks", "1"); err != nil || c.Run.Workload.Acks != jepsen.AcksLeader || c.Run.Workload.Idempotent {
 		t.Errorf("acks=1: %s idempotent %v %v", c.Run.Workload.Acks, c.Run.Workload.Idempotent, err)
 	}
 	for _, bad := range [][]string{
 		{"--nemesis", "membership"}, {"--nemesis", "flood"}, {"--fsync", "sometimes"}, {"--acks", "2"},
-		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--power-targets", "half"}, {"--nodes", "0"}, {"-c", "novalue"}, {"-c", "=v"},
+		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--power-targets", "half"}, {"--lazyfs-writeback", "-1s"}, {"--nodes", "0"}, {"-c", "novalue"}, {"-c", "=v"},
 	} {
 		var ue usageError
 		if _, err := jepsenConfig(t, bad...); !errors.As(err, &ue) {

@@ -58,6 +58,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.DurationVar(&w.FinalReadTimeout, "final-read-timeout", w.FinalReadTimeout, "bound on reading each partition after the heal")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "bound on the cluster becoming healthy at start and after the heal")
 	fs.StringArrayVar(&c.ServerArgs, "server-arg", nil, "extra raftq server flag for every node, e.g. --server-arg=--tick-interval=50ms (repeatable)")
+	fs.DurationVar(&c.Writeback, "lazyfs-writeback", 0, "power-loss model: 0 loses every write not fsynced (the worst case); an age, e.g. 30s as on Linux, keeps files dirty for longer than it (they were written back)")
 	fs.BoolVar(&c.KeepData, "keep-data", false, "keep the nodes' data directories in the report")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "harness log level on stderr: debug, info, warn or error")
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "nodes answer acks=all before commit (to test the checkers)")
