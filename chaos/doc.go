@@ -43,8 +43,9 @@
 //     LoseUnsynced is the power loss of every node. The lose-unfsynced
 //     nemesis hits one node, a minority, a majority, all (the default)
 //     or the leader, drawn from ScheduleConfig.PowerTargets.
-//   - Membership changes are not implemented (Plan rejects them) until
-//     the broker can reassign partitions.
+//   - Membership changes are not implemented (Plan and scripts reject
+//     them) until the broker can reassign partitions; disk corruption
+//     (KindDiskCorruption) is reserved the same way for a later issue.
 //
 // Crashes lists node exits the cluster did not cause.
 //
@@ -58,6 +59,16 @@
 // The same config gives the same schedule; each kind draws from its own
 // stream. Faults of one kind never overlap; faults of different kinds
 // may; Schedule.Validate checks the same of a hand-made schedule.
+//
+// A Script (ReadScript, a JSON file) is a hand-written schedule: faults
+// with explicit start and stop offsets, targets and grudges made of cuts
+// ("these nodes cannot reach those"), for scenarios a random schedule
+// almost never produces (jepsen/schedules has the last replica standing
+// and an unclean election). Targets and cuts name node ids or roles of
+// one partition (leader, followers, replicas, others, metadata-leader),
+// which the Executor asks the Env for once, when the first fault that
+// names a role starts, and keeps for the rest of the script.
+// Membership and disk-corruption are reserved kinds: ErrUnsupported.
 //
 // An Executor is the one way a schedule is performed (chaos tests and
 // jepsen's nemesis both use it). Play performs every start and stop at

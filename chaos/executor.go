@@ -22,6 +22,9 @@ type Env interface {
 	Heal(ctx context.Context) error
 	LoseUnsyncedNodes(ctx context.Context, ids ...int) (map[int]LossReport, error)
 	Leader(ctx context.Context) (int, error)
+	// Roles names the nodes of each role of a partition (see Script):
+	// a partition number, or PartitionAwayFromMetadataLeader.
+	Roles(ctx context.Context, partition string) (RoleMap, error)
 }
 
 var _ Env = (*Cluster)(nil)
@@ -62,6 +65,7 @@ type Executor struct {
 	start  time.Time
 	acted  map[int][]int // fault id -> nodes its start acted on
 	active []int         // faults started and not yet stopped successfully, in start order
+	roles  *RoleMap      // a script's roles, bound at the first fault that names one
 }
 
 // NewExecutor returns an executor of s on env whose step offsets count
@@ -180,6 +184,9 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 			return nil, fmt.Sprintf("%s %s: no target", f.Kind, f.Target), err
 		}
 		detail := fmt.Sprintf("%s %s %v", f.Kind, f.Target, nodes)
+		if len(f.Select) > 0 {
+			detail = fmt.Sprintf("%s %v = %v (%s)", f.Kind, f.Select, nodes, x.roles)
+		}
 		if f.Kind == KindKill {
 			return nodes, detail, x.env.Kill(ctx, nodes...)
 		}
@@ -189,14 +196,22 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 		if err != nil {
 			return nil, fmt.Sprintf("partition %s: no grudge", f.Shape), err
 		}
-		return grudgeNodes(g), fmt.Sprintf("partition %s %s", f.Shape, g), x.env.Partition(ctx, g)
+		detail := fmt.Sprintf("partition %s %s", f.Shape, g)
+		if x.roles != nil && len(f.Cuts) > 0 {
+			detail += fmt.Sprintf(" (%s)", x.roles)
+		}
+		return grudgeNodes(g), detail, x.env.Partition(ctx, g)
 	case KindLoseUnfsynced:
 		nodes, err := x.powerTargets(ctx, f)
 		if err != nil {
 			return nil, fmt.Sprintf("power loss of %s: no target", f.powerTarget()), err
 		}
 		lost, err := x.env.LoseUnsyncedNodes(ctx, nodes...)
-		return nodes, fmt.Sprintf("power loss of %s %v: ", f.powerTarget(), nodes) + lossDetail(lost), err
+		what := string(f.powerTarget())
+		if len(f.Select) > 0 {
+			what = fmt.Sprint(f.Select)
+		}
+		return nodes, fmt.Sprintf("power loss of %s %v: ", what, nodes) + lossDetail(lost), err
 	}
 	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
@@ -219,6 +234,13 @@ func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string,
 }
 
 func (x *Executor) targets(ctx context.Context, f Fault) ([]int, error) {
+	if len(f.Select) > 0 {
+		r, err := x.bind(ctx, f.Select)
+		if err != nil {
+			return nil, err
+		}
+		return r.resolve(f.Select)
+	}
 	if f.Target != TargetLeader {
 		return f.Nodes, nil
 	}
@@ -232,13 +254,50 @@ func (x *Executor) targets(ctx context.Context, f Fault) ([]int, error) {
 // powerTargets are the nodes a lose-unfsynced fault hits: its chosen
 // nodes, the leader now, or every node (a fault without a target).
 func (x *Executor) powerTargets(ctx context.Context, f Fault) ([]int, error) {
-	if f.powerTarget() == TargetAll && len(f.Nodes) == 0 {
+	if f.powerTarget() == TargetAll && len(f.Nodes) == 0 && len(f.Select) == 0 {
 		return x.env.NodeIDs(), nil
 	}
 	return x.targets(ctx, f)
 }
 
+// bind returns the script's roles, asking the Env the first time a
+// fault names one; ids alone need none.
+func (x *Executor) bind(ctx context.Context, sel []string) (RoleMap, error) {
+	if x.roles != nil || !needsRoles(sel) {
+		if x.roles == nil {
+			return RoleMap{}, nil
+		}
+		return *x.roles, nil
+	}
+	r, err := x.env.Roles(ctx, x.s.Partition)
+	if err != nil {
+		return RoleMap{}, fmt.Errorf("chaos: roles of partition %q: %w", x.s.Partition, err)
+	}
+	x.roles = &r
+	return r, nil
+}
+
+// Roles returns the roles the script's faults were bound to, or false
+// before any fault named one.
+func (x *Executor) Roles() (RoleMap, bool) {
+	if x.roles == nil {
+		return RoleMap{}, false
+	}
+	return *x.roles, true
+}
+
 func (x *Executor) grudge(ctx context.Context, f Fault) (Grudge, error) {
+	if len(f.Cuts) > 0 {
+		var sel []string
+		for _, c := range f.Cuts {
+			sel = append(append(sel, c.From...), c.To...)
+		}
+		r, err := x.bind(ctx, sel)
+		if err != nil {
+			return nil, err
+		}
+		return r.grudge(f.Cuts)
+	}
 	if f.Shape != ShapeIsolateLeader {
 		return f.Grudge, nil
 	}

@@ -18,6 +18,7 @@ type fakeEnv struct {
 	mu     sync.Mutex
 	calls  []string
 	leader int
+	roles  *RoleMap
 	fail   func(call string) error
 }
 
@@ -44,6 +45,15 @@ func (f *fakeEnv) Partition(_ context.Context, g Grudge) error       { return f.
 func (f *fakeEnv) Heal(context.Context) error                        { return f.rec("heal") }
 func (f *fakeEnv) LoseUnsyncedNodes(_ context.Context, ids ...int) (map[int]LossReport, error) {
 	return map[int]LossReport{ids[0]: {Files: 1, Bytes: 4096}}, f.rec("lose %v", ids)
+}
+func (f *fakeEnv) Roles(_ context.Context, partition string) (RoleMap, error) {
+	if err := f.rec("roles %s", partition); err != nil {
+		return RoleMap{}, err
+	}
+	if f.roles == nil {
+		return RoleMap{}, errors.New("fake: no roles")
+	}
+	return *f.roles, nil
 }
 func (f *fakeEnv) Leader(context.Context) (int, error) {
 	if f.leader == 0 {

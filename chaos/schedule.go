@@ -35,6 +35,9 @@ const (
 	TargetMajority Target = "majority" // floor(n/2)+1 nodes
 	TargetAll      Target = "all"
 	TargetLeader   Target = "leader" // resolved when the fault starts
+	// TargetScript marks a script's fault: its nodes are Fault.Select,
+	// ids and roles resolved when it starts.
+	TargetScript Target = "script"
 )
 
 var knownTargets = []Target{TargetOne, TargetMinority, TargetMajority, TargetAll, TargetLeader}
@@ -115,6 +118,8 @@ func (c ScheduleConfig) Validate() error {
 		case KindKill, KindPause, KindPartition, KindLoseUnfsynced:
 		case KindMembership:
 			return fmt.Errorf("%w: %s (needs broker partition reassignment)", ErrUnsupported, k)
+		case KindDiskCorruption:
+			return fmt.Errorf("%w: %s (a later issue)", ErrUnsupported, k)
 		default:
 			return fmt.Errorf("chaos: unknown nemesis %q", k)
 		}
@@ -132,11 +137,22 @@ type Fault struct {
 	Target Target // kill, pause, lose-unfsynced (empty there means all)
 	Nodes  []int  // kill, pause, lose-unfsynced: chosen nodes (empty for the leader)
 	Shape  Shape  // partition
-	Grudge Grudge // partition (nil for isolate-leader)
+	Grudge Grudge // partition (nil for isolate-leader and cuts)
+	// Select and Cuts are a script's targets and grudge: node ids and
+	// roles (see Script), resolved when the fault starts.
+	Select []string `json:",omitempty"`
+	Cuts   []Cut    `json:",omitempty"`
+	Note   string   `json:",omitempty"`
 }
 
 // String describes the fault for logs and histories.
 func (f Fault) String() string {
+	switch {
+	case len(f.Select) > 0:
+		return fmt.Sprintf("%s %v", f.Kind, f.Select)
+	case len(f.Cuts) > 0:
+		return fmt.Sprintf("%s cuts %v", f.Kind, f.Cuts)
+	}
 	switch f.Kind {
 	case KindKill, KindPause:
 		return fmt.Sprintf("%s %s %v", f.Kind, f.Target, f.Nodes)
@@ -152,6 +168,10 @@ func (f Fault) String() string {
 type Schedule struct {
 	Config ScheduleConfig
 	Faults []Fault
+	// Script names the script the schedule came from, if any; Partition
+	// is the partition whose roles its faults name (see Script).
+	Script    string `json:",omitempty"`
+	Partition string `json:",omitempty"`
 }
 
 // Validate checks what Plan guarantees, for schedules made by hand:

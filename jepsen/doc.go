@@ -150,7 +150,11 @@
 //     lose-unfsynced nemesis); then chaos.CleanupStale removes namespaces
 //     and mounts that dead runs left.
 //  2. chaos.Plan draws the fault schedule from the seed (kinds, interval,
-//     kill/pause targets, partition shapes).
+//     kill/pause targets, power-loss targets, partition shapes), or a
+//     script (--schedule: a chaos.Script, a JSON file or one shipped in
+//     schedules/, see its README) gives it; a script's roles come from
+//     the nodes' /v1/status (the metadata leader, and a partition's
+//     leader and replicas).
 //  3. chaos.New makes a private network namespace and N nodes, each
 //     `raftq server` with chaos.ServerArgs (cluster id "jepsen", the
 //     --fsync policy, --unsafe-ack-before-commit when asked, any extra

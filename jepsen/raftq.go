@@ -58,7 +58,12 @@ type RaftqConfig struct {
 	ServerArgs []string
 	// Schedule draws the faults; its Nodes and Duration are filled in
 	// (the workload's duration). No Kinds means a run without faults.
+	// Its Seed seeds the workload too.
 	Schedule chaos.ScheduleConfig
+	// Script, when set, is the fault schedule instead of a drawn one
+	// (see chaos.Script and schedules/); it must end within the
+	// workload's duration.
+	Script *chaos.Script
 	// LazyFS puts the data dirs on lazyfs; it is forced on when the
 	// schedule has lose-unfsynced.
 	LazyFS bool
@@ -102,6 +107,10 @@ func (c RaftqConfig) Validate() error {
 		return fmt.Errorf("lazyfs writeback age %s: %w", c.Writeback, ErrBadConfig)
 	case c.Run.ReportDir == "":
 		return fmt.Errorf("no report directory: %w", ErrBadConfig)
+	case c.Script != nil && c.Script.End() > c.Run.Workload.Duration:
+		return fmt.Errorf("script %s runs until %s, past the workload's %s: %w", c.Script.Name, c.Script.End(), c.Run.Workload.Duration, ErrBadConfig)
+	case c.Script != nil && c.Nodes < c.Script.MinNodes:
+		return fmt.Errorf("script %s needs %d nodes, have %d: %w", c.Script.Name, c.Script.MinNodes, c.Nodes, ErrBadConfig)
 	}
 	return nil
 }
@@ -141,7 +150,13 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 		log.Info("cleaned up after earlier runs", "namespaces", ns, "mounts", mounts)
 	}
 	out := &RaftqOutcome{Setup: cfg.setup()}
-	if len(cfg.Schedule.Kinds) > 0 {
+	if cfg.Script != nil {
+		s, err := cfg.Script.Schedule(nodeIDs(cfg.Nodes))
+		if err != nil {
+			return nil, fmt.Errorf("schedule of script %s: %w", cfg.Script.Name, err)
+		}
+		out.Schedule = s
+	} else if len(cfg.Schedule.Kinds) > 0 {
 		sc := cfg.Schedule
 		sc.Duration, sc.Nodes = cfg.Run.Workload.Duration, nodeIDs(cfg.Nodes)
 		s, err := chaos.Plan(sc)
@@ -171,6 +186,9 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 // lazyFS reports whether the data dirs go on lazyfs: when asked, or when
 // a fault needs it.
 func (c RaftqConfig) lazyFS() bool {
+	if c.Script != nil && slices.Contains(c.Script.Kinds(), chaos.KindLoseUnfsynced) {
+		return true
+	}
 	return c.LazyFS || slices.Contains(c.Schedule.Kinds, chaos.KindLoseUnfsynced)
 }
 
@@ -211,6 +229,7 @@ func startRaftq(ctx context.Context, cfg RaftqConfig, log *slog.Logger) (*chaos.
 	cc.LazyFSWritebackAge = cfg.Writeback
 	cc.Ready = chaos.HTTPReady("/v1/status")
 	cc.Leader = leaderFunc(w.Topic, w.Partitions)
+	cc.Roles = rolesFunc(w.Topic, w.Partitions)
 	cc.StartTimeout = cfg.ReadyTimeout
 	cc.Logger = log.With("component", "chaos")
 	c, err := chaos.New(ctx, cc)

@@ -87,6 +87,10 @@ func (e *funcEnv) LoseUnsyncedNodes(_ context.Context, ids ...int) (map[int]chao
 	e.note("lose-unsynced %v", ids)
 	return nil, nil
 }
+func (e *funcEnv) Roles(_ context.Context, partition string) (chaos.RoleMap, error) {
+	e.note("roles %s", partition)
+	return chaos.RoleMap{}, errors.New("fake: no roles")
+}
 func (e *funcEnv) Leader(context.Context) (int, error) {
 	if e.leader == 0 {
 		return 0, errors.New("fake: no leader")

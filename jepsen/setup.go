@@ -181,6 +181,8 @@ func (c RaftqConfig) setup() Setup {
 		ServerArgs:        slices.Clone(c.ServerArgs),
 	}
 	switch {
+	case c.Script != nil:
+		s.Nemesis = []string{setupScriptPrefix + c.Script.Name}
 	case len(c.Schedule.Kinds) == 0:
 		s.Nemesis = []string{setupNemesisNone}
 	default:
@@ -188,7 +190,7 @@ func (c RaftqConfig) setup() Setup {
 			s.Nemesis = append(s.Nemesis, string(k))
 		}
 	}
-	if slices.Contains(c.Schedule.Kinds, chaos.KindLoseUnfsynced) {
+	if c.Script == nil && slices.Contains(c.Schedule.Kinds, chaos.KindLoseUnfsynced) {
 		for _, t := range c.Schedule.PowerTargets {
 			s.PowerTargets = append(s.PowerTargets, string(t))
 		}

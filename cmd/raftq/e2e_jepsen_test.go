@@ -256,6 +256,42 @@ func TestE2E_JepsenPowerLossOfTheLeader(t *testing.T) {
 	}
 }
 
+// TestE2E_JepsenScriptLastReplicaStanding plays the shipped
+// last-replica-standing script on five raft-mode nodes with fsync always:
+// the script binds the roles of a partition away from the metadata
+// leader, cuts that partition's leader from its followers and
+// power-loses the leader; raft's majority elects a new leader, and
+// nothing acknowledged is lost.
+func TestE2E_JepsenScriptLastReplicaStanding(t *testing.T) {
+	requireFaults(t, true)
+	r := runJepsenCommand(t, "--nodes", "5", "--schedule", "last-replica-standing", "--fsync", "always",
+		"--time", "40s", "--rate", "500", "--acks", "all", "--seed", "7", "--server-arg=--tick-interval=50ms")
+	r.requireClean(t)
+	r.requireFaultsDone(t, 1, chaos.KindPartition, chaos.KindLoseUnfsynced)
+	var cut, loss *jepsen.FaultEvent
+	for i, f := range r.outcome.Faults {
+		switch {
+		case f.Phase != chaos.PhaseStart:
+		case f.Kind == chaos.KindPartition:
+			cut = &r.outcome.Faults[i]
+		case f.Kind == chaos.KindLoseUnfsynced:
+			loss = &r.outcome.Faults[i]
+		}
+	}
+	if cut == nil || loss == nil {
+		t.Fatalf("faults %+v", r.outcome.Faults)
+	}
+	if !strings.Contains(cut.Detail, "leader ") || len(cut.Nodes) != 3 {
+		t.Errorf("the cut acted on %v (%s), want the partition's three replicas and its roles", cut.Nodes, cut.Detail)
+	}
+	if len(loss.Nodes) != 1 || !slices.Contains(cut.Nodes, loss.Nodes[0]) {
+		t.Errorf("power loss of %v, want the cut partition's leader (cut %v)", loss.Nodes, cut.Nodes)
+	}
+	if s := r.results.Setup; s == nil || !slices.Equal(s.Nemesis, []string{"script:last-replica-standing"}) {
+		t.Errorf("setup %+v", s)
+	}
+}
+
 // jepsenConfig parses `raftq jepsen run` flags into the run's config.
 func jepsenConfig(t *testing.T, args ...string) (jepsen.RaftqConfig, error) {
 	t.Helper()
@@ -322,6 +358,23 @@ func TestJepsenFlags_Config(t *testing.T) {
 	}
 	if c, err = jepsenConfig(t, "--lazyfs-writeback", "30s"); err != nil || c.Writeback != 30*time.Second {
 		t.Errorf("--lazyfs-writeback 30s: %s, %v", c.Writeback, err)
+	}
+	if c, err = jepsenConfig(t, "--nodes", "5", "--time", "45s", "--schedule", "last-replica-standing"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Script == nil || c.Script.Name != "last-replica-standing" || len(c.Schedule.Kinds) != 0 {
+		t.Errorf("--schedule: script %v kinds %v", c.Script, c.Schedule.Kinds)
+	}
+	for _, bad := range [][]string{
+		{"--nodes", "3", "--time", "45s", "--schedule", "last-replica-standing"},
+		{"--nodes", "5", "--time", "20s", "--schedule", "unclean-election"},
+		{"--nodes", "5", "--time", "45s", "--schedule", "unclean-election", "--nemesis", "kill"},
+		{"--schedule", "no-such-file.json"},
+	} {
+		var ue usageError
+		if _, err := jepsenConfig(t, bad...); !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", bad, err)
+		}
 	}
 	if c, err = jepsenConfig(t, "--acks", "1"); err != nil || c.Run.Workload.Acks != jepsen.AcksLeader || c.Run.Workload.Idempotent {
 		t.Errorf("acks=1: %s idempotent %v %v", c.Run.Workload.Acks, c.Run.Workload.Idempotent, err)

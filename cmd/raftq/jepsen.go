@@ -28,6 +28,7 @@ type jepsenFlags struct {
 	concurrency int
 	rf          int16
 	configs     []string
+	schedule    string
 	logLevel    string
 	now         func() time.Time
 }
@@ -37,6 +38,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	c, w, s := &f.cfg, &f.cfg.Run.Workload, &f.cfg.Schedule
 	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "raftq server processes to run")
 	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced (comma separated; none for no faults)")
+	fs.StringVar(&f.schedule, "schedule", "", "fault script (JSON file, or a shipped one: "+strings.Join(jepsen.ShippedScripts(), ", ")+") instead of a random schedule; see jepsen/schedules/README.md")
 	fs.DurationVar(&w.Duration, "time", 120*time.Second, "how long the workload and the faults run")
 	fs.Float64Var(&w.Rate, "rate", w.Rate, "operations per second, all processes together")
 	fs.StringVar(&f.acks, "acks", "all", "producer acks: all, 1 or 0")
@@ -160,6 +162,27 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	if err := c.Run.Validate(); err != nil {
 		return c, usageError{err}
+	}
+	if f.schedule != "" {
+		if fs.Changed("nemesis") {
+			return c, usageError{errors.New("--schedule and --nemesis: give one")}
+		}
+		sc, err := jepsen.LoadScript(f.schedule)
+		if err != nil {
+			return c, usageError{err}
+		}
+		c.Script, s.Kinds = &sc, nil
+		if err := c.Validate(); err != nil {
+			return c, usageError{err}
+		}
+		ids := make([]int, c.Nodes)
+		for i := range ids {
+			ids[i] = i + 1
+		}
+		if _, err := sc.Schedule(ids); err != nil {
+			return c, usageError{err}
+		}
+		return c, nil
 	}
 	if len(s.Kinds) > 0 {
 		probe := *s
