@@ -108,6 +108,19 @@
 //     is tried at every point of the history, and a few of them made
 //     partitions of a few thousand ops run out of time.
 //
+// # Measures
+//
+// Check also computes Measures (results.json "measures"; their exact
+// definitions are Measures' doc): acknowledged and attempted sends;
+// lost, unseen, duplicated, reordered and inconsistent-offset counts and
+// each per million acknowledged, with loss = unseen + inconsistent;
+// availability (ok sends over sends attempted) overall, during fault
+// windows and outside them, and per window; each fault's failover time
+// (window start to the first ok send invoked after it, per partition and
+// the slowest); ok sends/s, and p50/p99 send latency outside faults.
+// Run writes the run's Setup beside them (mode, RF, min.insync.replicas,
+// flush, fsync, unclean, ELR, nodes, nemesis, seed, power-loss model).
+//
 // Check returns Results: every checker's verdict (ok, fail, unknown), counts
 // and up to MaxExamples concrete anomalies citing history op indexes. Valid
 // is false when a checker not listed in CheckConfig.Allowed failed; Verdict

@@ -216,6 +216,9 @@ func TestE2E_JepsenLoseUnfsyncedLosesWritesWithFsyncNever(t *testing.T) {
 	if n := r.count(t, jepsen.CheckLostWrite); n == 0 {
 		t.Errorf("no lost writes after losing unsynced writes with fsync never; results %s", r.results.Summary())
 	}
+	if m := r.results.Measures; m.LossPerMillion <= 0 || m.LostPerMillion <= 0 {
+		t.Errorf("loss per million %g, lost per million %g: want both above 0", m.LossPerMillion, m.LostPerMillion)
+	}
 	r.requireFaultsDone(t, 1, chaos.KindLoseUnfsynced)
 }
 
@@ -253,6 +256,29 @@ func TestE2E_JepsenPowerLossOfTheLeader(t *testing.T) {
 	}
 	if s := r.results.Setup; s == nil || !slices.Equal(s.PowerTargets, []string{"leader"}) {
 		t.Errorf("setup %+v lacks the power targets", s)
+	}
+	r.requireMeasures(t)
+}
+
+// requireMeasures asserts results.json's measures agree with the run's
+// counts: every acknowledged send counted, a fault measure per window,
+// each fault followed by an ok send on every partition.
+func (r *jepsenRun) requireMeasures(t *testing.T) {
+	t.Helper()
+	m := r.results.Measures
+	if ok := r.results.Stats.ByF[jepsen.FSend][jepsen.OK]; m.Acknowledged != ok || m.Attempted < ok {
+		t.Errorf("measures count %d acknowledged of %d, history has %d ok sends", m.Acknowledged, m.Attempted, ok)
+	}
+	if len(m.Faults) == 0 || m.AvailabilityOutside.Value <= 0 || m.OKSendsPerSecOutside <= 0 || m.LatencyP99Ns < m.LatencyP50Ns {
+		t.Errorf("measures %+v", m)
+	}
+	for _, f := range m.Faults {
+		if f.FailoverNs < 0 {
+			t.Errorf("fault %+v: a partition never took a write again", f)
+		}
+	}
+	if !strings.Contains(r.stdout, "measures: acknowledged=") {
+		t.Errorf("output %q lacks the measures line", r.stdout)
 	}
 }
 

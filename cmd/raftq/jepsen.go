@@ -240,6 +240,7 @@ func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runE
 		extra = fmt.Sprintf("; %d node crash(es), see %s", n, filepath.Join(cfg.Run.ReportDir, jepsen.NemesisFile))
 	}
 	problems := printVerdict(e, cfg.Run.ReportDir, out.Results, extra)
+	fmt.Fprintf(e.stdout, "measures: %s\n", out.Results.Measures)
 	fmt.Fprintf(e.stdout, "setup: %s\n", out.Setup)
 	if len(out.Crashes) > 0 {
 		problems = append(problems, "nodes crashed")
