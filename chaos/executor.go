@@ -185,7 +185,7 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 		}
 		detail := fmt.Sprintf("%s %s %v", f.Kind, f.Target, nodes)
 		if len(f.Select) > 0 {
-			detail = fmt.Sprintf("%s %v = %v (%s)", f.Kind, f.Select, nodes, x.roles)
+			detail = fmt.Sprintf("%s %v = %v%s", f.Kind, f.Select, nodes, x.rolesNote())
 		}
 		if f.Kind == KindKill {
 			return nodes, detail, x.env.Kill(ctx, nodes...)
@@ -197,8 +197,8 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 			return nil, fmt.Sprintf("partition %s: no grudge", f.Shape), err
 		}
 		detail := fmt.Sprintf("partition %s %s", f.Shape, g)
-		if x.roles != nil && len(f.Cuts) > 0 {
-			detail += fmt.Sprintf(" (%s)", x.roles)
+		if len(f.Cuts) > 0 {
+			detail += x.rolesNote()
 		}
 		return grudgeNodes(g), detail, x.env.Partition(ctx, g)
 	case KindLoseUnfsynced:
@@ -207,11 +207,11 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 			return nil, fmt.Sprintf("power loss of %s: no target", f.powerTarget()), err
 		}
 		lost, err := x.env.LoseUnsyncedNodes(ctx, nodes...)
-		what := string(f.powerTarget())
+		what, note := string(f.powerTarget()), ""
 		if len(f.Select) > 0 {
-			what = fmt.Sprint(f.Select)
+			what, note = fmt.Sprint(f.Select), x.rolesNote()
 		}
-		return nodes, fmt.Sprintf("power loss of %s %v: ", what, nodes) + lossDetail(lost), err
+		return nodes, fmt.Sprintf("power loss of %s %v: ", what, nodes) + lossDetail(lost) + note, err
 	}
 	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
@@ -263,18 +263,17 @@ func (x *Executor) powerTargets(ctx context.Context, f Fault) ([]int, error) {
 // bind returns the script's roles, asking the Env the first time a
 // fault names one; ids alone need none.
 func (x *Executor) bind(ctx context.Context, sel []string) (RoleMap, error) {
-	if x.roles != nil || !needsRoles(sel) {
-		if x.roles == nil {
-			return RoleMap{}, nil
+	if x.roles == nil && needsRoles(sel) {
+		r, err := x.env.Roles(ctx, x.s.Partition)
+		if err != nil {
+			return RoleMap{}, fmt.Errorf("chaos: roles of partition %q: %w", x.s.Partition, err)
 		}
-		return *x.roles, nil
+		x.roles = &r
 	}
-	r, err := x.env.Roles(ctx, x.s.Partition)
-	if err != nil {
-		return RoleMap{}, fmt.Errorf("chaos: roles of partition %q: %w", x.s.Partition, err)
+	if x.roles == nil {
+		return RoleMap{}, nil
 	}
-	x.roles = &r
-	return r, nil
+	return *x.roles, nil
 }
 
 // Roles returns the roles the script's faults were bound to, or false
@@ -284,6 +283,15 @@ func (x *Executor) Roles() (RoleMap, bool) {
 		return RoleMap{}, false
 	}
 	return *x.roles, true
+}
+
+// rolesNote is " (roles)" once the script's roles are bound, for step
+// details.
+func (x *Executor) rolesNote() string {
+	if x.roles == nil {
+		return ""
+	}
+	return " (" + x.roles.String() + ")"
 }
 
 func (x *Executor) grudge(ctx context.Context, f Fault) (Grudge, error) {

@@ -54,6 +54,16 @@ type Cut struct {
 	OneWay bool     `json:"one_way,omitempty"`
 }
 
+// String reads "[followers] -x- [leader]" (both ways) or
+// "[followers] -x> [leader]" (one way).
+func (c Cut) String() string {
+	arrow := "-x-"
+	if c.OneWay {
+		arrow = "-x>"
+	}
+	return fmt.Sprintf("%v %s %v", c.From, arrow, c.To)
+}
+
 // ScriptDuration is a time.Duration written as a Go duration string in
 // JSON ("2s", "1m30s").
 type ScriptDuration time.Duration

@@ -40,7 +40,7 @@ func TestReadScript_MakesAScheduleOrderedByStart(t *testing.T) {
 	for _, f := range s.Faults {
 		got = append(got, f.String())
 	}
-	want := []string{"partition cuts [{[followers] [leader] false}]", "lose-unfsynced [leader]", "kill [2 others]"}
+	want := []string{"partition cuts [[followers] -x- [leader]]", "lose-unfsynced [leader]", "kill [2 others]"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("faults %q, want %q", got, want)
 	}

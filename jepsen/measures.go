@@ -25,10 +25,12 @@ import (
 //     per window.
 //   - Failover of a fault, per partition: from the window's start to the
 //     completion of the first ok send to that partition invoked at or
-//     after it; -1 when none came before the history ended. The fault's
-//     failover is the largest over the partitions the run sent to (the
-//     time until every partition took writes again; the partition a
-//     leader fault hit is the slow one), -1 if any never recovered.
+//     after it; -1 when sends were invoked there after it and none was
+//     ok (a fault that lasts to the end of the workload); a partition
+//     nothing was sent to after it is left out. The fault's failover is
+//     the largest over those partitions (the time until every partition
+//     took writes again; the partition a leader fault hit is the slow
+//     one), -1 if any never recovered, 0 with none.
 //   - Throughput: ok sends per second over the time sends ran, and
 //     outside windows per second of that time not in any window.
 //     Latency: p50 and p99 (nearest rank) of ok sends invoked outside
@@ -213,7 +215,10 @@ func (m *Measures) failovers(a *analysis, wins []window) {
 		fm.FailoverByPartition = map[string]int64{}
 		fm.FailoverNs = 0
 		for _, tp := range parts {
-			d := firstOKAfter(a, tp, w.start)
+			d, tried := firstOKAfter(a, tp, w.start)
+			if !tried {
+				continue // nothing was sent there after the fault began
+			}
 			fm.FailoverByPartition[tp.String()] = d
 			if d < 0 || fm.FailoverNs < 0 {
 				fm.FailoverNs = -1
@@ -225,18 +230,23 @@ func (m *Measures) failovers(a *analysis, wins []window) {
 }
 
 // firstOKAfter is the time from t to the completion of the first ok send
-// to tp invoked at or after t, or -1.
-func firstOKAfter(a *analysis, tp TP, t int64) int64 {
+// to tp invoked at or after t, or -1; tried says whether any send to tp
+// was invoked then.
+func firstOKAfter(a *analysis, tp TP, t int64) (d int64, tried bool) {
 	best := int64(-1)
 	for _, s := range a.sends {
-		if s.v.TP() != tp || s.inv.Time < t || s.typ() != OK {
+		if s.v.TP() != tp || s.inv.Time < t {
+			continue
+		}
+		tried = true
+		if s.typ() != OK {
 			continue
 		}
 		if d := s.comp.Time - t; best < 0 || d < best {
 			best = d
 		}
 	}
-	return best
+	return best, tried
 }
 
 // covered is the length of the union of the windows within [from, to].

@@ -146,11 +146,27 @@ func TestMeasures_FaultNeverRecoveredIsMinusOne(t *testing.T) {
 		t.Fatalf("faults %+v", m.Faults)
 	}
 	f := m.Faults[0]
-	if f.FailoverByPartition["t/1"] != -1 || f.FailoverByPartition["t/0"] <= 0 || f.FailoverNs != -1 {
+	if len(f.FailoverByPartition) != 2 || f.FailoverByPartition["t/1"] != -1 || f.FailoverByPartition["t/0"] <= 0 || f.FailoverNs != -1 {
 		t.Errorf("failover %d %v, want p1 never (-1)", f.FailoverNs, f.FailoverByPartition)
 	}
 	if f.EndNs != b.h[len(b.h)-1].Time {
 		t.Errorf("open window ends at %d, want the history's end", f.EndNs)
+	}
+}
+
+// A partition nothing was sent to after a fault began says nothing about
+// its failover.
+func TestMeasures_FailoverLeavesOutPartitionsNotSentTo(t *testing.T) {
+	b := &hb{}
+	b.send(0, 1, "x", OK, 0)
+	b.nemesis(FStart, "kill")
+	b.send(0, 0, "a", OK, 0)
+	b.nemesis(FStop, "kill")
+	b.final(4, 0, OK, 1, 0, "a")
+	b.final(4, 1, OK, 1, 0, "x")
+	f := check(t, b.h).Measures.Faults[0]
+	if _, ok := f.FailoverByPartition["t/1"]; ok || len(f.FailoverByPartition) != 1 || f.FailoverNs <= 0 {
+		t.Errorf("failover %d %v, want p0's only", f.FailoverNs, f.FailoverByPartition)
 	}
 }
 
