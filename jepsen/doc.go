@@ -228,6 +228,24 @@
 //     since start (the metadata log is always fsynced, so the topic
 //     survives and the loss can be measured).
 //
+// # The replication-mode matrix (a start)
+//
+// RunMatrix (the `raftq jepsen matrix` command) runs every mode ×
+// nemesis × seed cell with RunRaftq on a fresh cluster, each into its own
+// report directory <dir>/<mode>/<nemesis>/seed-<n>; a cell whose
+// results.json exists is not run again, so an interrupted matrix
+// resumes. Modes (MatrixModes) and nemeses (MatrixNemeses) are the rows
+// and columns of ISR-NOTES §4.1 and §4.2; each cell's text gives the
+// checkers' verdict, a measured class (L: loss; U: under half the sends
+// during faults ok; ok), loss per million acknowledged, availability
+// during faults, failover p50, and the outcome §4.3 expects
+// (MatrixExpected); matrix.md lists every cell whose loss contradicts
+// the expectation. Still to come (issue 21): the plots and HTML report,
+// the cost table from raftq bench, and a published full run. The ISR
+// rows need the broker's isr mode and its --replica-lag-time-max and
+// --eligible-leader-replicas flags; until they exist those cells fail to
+// start and the table says so.
+//
 // # Goroutines
 //
 // Workload.Run starts one goroutine per producer and consumer worker; each

@@ -198,7 +198,7 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 }
 
 func runJepsen(ctx context.Context, e *env, args []string) error {
-	return runSubcommand(ctx, e, args, []subcommand{{"run", runJepsenRun}, {"check", runJepsenCheck}})
+	return runSubcommand(ctx, e, args, []subcommand{{"run", runJepsenRun}, {"check", runJepsenCheck}, {"matrix", runJepsenMatrix}})
 }
 
 // runJepsenRun is `raftq jepsen run`: a whole test against a fresh cluster.
