@@ -177,7 +177,9 @@ type MatrixCell struct {
 	Measures *Measures `json:"measures,omitempty"`
 	Setup    *Setup    `json:"setup,omitempty"`
 	Expected string    `json:"expected,omitempty"`
-	Err      string    `json:"error,omitempty"`
+	// Crashes counts node exits the harness did not cause.
+	Crashes int    `json:"crashes,omitempty"`
+	Err     string `json:"error,omitempty"`
 }
 
 // Matrix files in MatrixConfig.Dir.
@@ -286,6 +288,7 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]MatrixCell, error) {
 				p := MatrixProgress{Cell: len(cells) + 1, Cells: total, Name: name, Elapsed: time.Since(began)}
 				if res, err := readResults(dir); err == nil {
 					cell.fill(res)
+					cell.Crashes = readCrashes(dir)
 					p.Skipped = true
 					report(cfg.Progress, p)
 					cells = append(cells, cell)
@@ -326,9 +329,27 @@ func (c *MatrixCell) run(ctx context.Context, run func(context.Context, RaftqCon
 	if err != nil {
 		c.Err = err.Error()
 	}
-	if out != nil && out.Results != nil {
-		c.fill(out.Results)
+	if out != nil {
+		c.Crashes = len(out.Crashes)
+		if out.Results != nil {
+			c.fill(out.Results)
+		}
 	}
+}
+
+// readCrashes counts the node crashes a cell's nemesis.json records.
+func readCrashes(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, NemesisFile))
+	if err != nil {
+		return 0
+	}
+	var out struct {
+		Crashes []chaos.Exit `json:"crashes"`
+	}
+	if json.Unmarshal(b, &out) != nil {
+		return 0
+	}
+	return len(out.Crashes)
 }
 
 func (c *MatrixCell) fill(r *Results) {
@@ -408,10 +429,18 @@ func (c MatrixCell) cellText() string {
 	}
 	failover := "-"
 	if len(fo) > 0 {
-		failover = time.Duration(percentile(fo, 50)).Round(10 * time.Millisecond).String()
+		r := func(ns int64) string { return time.Duration(ns).Round(10 * time.Millisecond).String() }
+		failover = r(percentile(fo, 50))
+		if len(fo) > 1 {
+			failover += " max " + r(slices.Max(fo))
+		}
 	}
-	return fmt.Sprintf("%s %s · loss/M %.0f · avail %.2f · failover %s (exp. %s)",
-		c.Verdict, c.Measured(), m.LossPerMillion, m.AvailabilityFaults.Value, failover, orDash(c.Expected))
+	crashes := ""
+	if c.Crashes > 0 {
+		crashes = fmt.Sprintf(" · %d node crashes", c.Crashes)
+	}
+	return fmt.Sprintf("%s %s · loss/M %.0f · avail %.2f · failover %s%s (exp. %s)",
+		c.Verdict, c.Measured(), m.LossPerMillion, m.AvailabilityFaults.Value, failover, crashes, orDash(c.Expected))
 }
 
 func orDash(s string) string {
@@ -459,7 +488,7 @@ func WriteMatrixTable(w io.Writer, modes []Mode, nemeses []Nemesis, cells []Matr
 	}
 	b.WriteString("\nEach cell: checkers' verdict, measured class (ok, U: under half the sends during faults ok, L: acknowledged writes lost), " +
 		"loss per million acknowledged (unseen + inconsistent offsets), availability during faults (ok sends / sends), " +
-		"failover p50 over the faults, and ISR-NOTES §4.3's expected outcome.\n\n")
+		"failover p50 (and max) over the faults, and ISR-NOTES §4.3's expected outcome.\n\n")
 	for _, m := range modes {
 		fmt.Fprintf(&b, "- %s: %s\n", m.Name, m.Doc)
 	}

@@ -110,7 +110,14 @@ func (f *fakeCells) run(_ context.Context, cfg RaftqConfig) (*RaftqOutcome, erro
 	if rel == "r-a/k1" && cfg.Schedule.Seed == 2 {
 		return &RaftqOutcome{}, errors.New("cluster did not start")
 	}
-	return &RaftqOutcome{Results: res}, writeJSON(filepath.Join(cfg.Run.ReportDir, ResultsFile), res)
+	out := &RaftqOutcome{Results: res}
+	if rel == "i1-n/k1" {
+		out.Crashes = []chaos.Exit{{Node: 2}}
+	}
+	if err := writeJSON(filepath.Join(cfg.Run.ReportDir, NemesisFile), out); err != nil {
+		return nil, err
+	}
+	return out, writeJSON(filepath.Join(cfg.Run.ReportDir, ResultsFile), res)
 }
 
 func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
@@ -147,6 +154,7 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 		"i1-n/lrs seed 1: expected L, measured no loss",
 		"r-a/k1 seed 2 did not run through: cluster did not start",
 		"- i1-n: isr, min.insync.replicas=1",
+		"failover 1.5s · 1 node crashes (exp. ok)",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
@@ -166,5 +174,8 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 	}
 	if c := cells[0]; c.Measures == nil || c.Measures.Loss != 3 || c.Setup == nil || c.Setup.Mode != "raft" {
 		t.Errorf("a skipped cell lost its results: %+v", c)
+	}
+	if c := cells[4]; c.Mode != "i1-n" || c.Nemesis != "k1" || c.Crashes != 1 {
+		t.Errorf("a skipped cell lost its crashes: %+v", c)
 	}
 }

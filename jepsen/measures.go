@@ -24,8 +24,10 @@ import (
 //     sends attempted, overall, in any window, outside every window, and
 //     per window.
 //   - Failover of a fault, per partition: from the window's start to the
-//     completion of the first ok send to that partition invoked at or
-//     after it; -1 when sends were invoked there after it and none was
+//     completion of the first ok send to that partition invoked once the
+//     fault had taken effect (its start completed: a partition's rules
+//     are in, a killed node is reaped), so that a send answered before
+//     the fault bit does not count; -1 when sends were invoked then and none was
 //     ok (a fault that lasts to the end of the workload); a partition
 //     nothing was sent to after it is left out. The fault's failover is
 //     the largest over those partitions (the time until every partition
@@ -92,10 +94,11 @@ type FaultMeasure struct {
 	FailoverByPartition map[string]int64 `json:"failover_ns_by_partition"`
 }
 
-// window is a fault's span in the history, in ns.
+// window is a fault's span in the history, in ns; effect is when its
+// start completed.
 type window struct {
-	nemesis    string
-	start, end int64
+	nemesis            string
+	start, effect, end int64
 }
 
 // faultWindows lists the faults of h: each start's invocation to the
@@ -115,7 +118,11 @@ func faultWindows(h History) []window {
 		case op.F == FStart && op.Type == Invoke:
 			if _, running := open[op.Nemesis]; !running {
 				open[op.Nemesis] = len(out)
-				out = append(out, window{nemesis: op.Nemesis, start: op.Time, end: end})
+				out = append(out, window{nemesis: op.Nemesis, start: op.Time, effect: op.Time, end: end})
+			}
+		case op.F == FStart:
+			if i, ok := open[op.Nemesis]; ok {
+				out[i].effect = op.Time
 			}
 		case op.F == FStop && op.Type != Invoke:
 			if i, ok := open[op.Nemesis]; ok {
@@ -215,7 +222,7 @@ func (m *Measures) failovers(a *analysis, wins []window) {
 		fm.FailoverByPartition = map[string]int64{}
 		fm.FailoverNs = 0
 		for _, tp := range parts {
-			d, tried := firstOKAfter(a, tp, w.start)
+			d, tried := firstOKAfter(a, tp, w.start, w.effect)
 			if !tried {
 				continue // nothing was sent there after the fault began
 			}
@@ -229,20 +236,20 @@ func (m *Measures) failovers(a *analysis, wins []window) {
 	}
 }
 
-// firstOKAfter is the time from t to the completion of the first ok send
-// to tp invoked at or after t, or -1; tried says whether any send to tp
-// was invoked then.
-func firstOKAfter(a *analysis, tp TP, t int64) (d int64, tried bool) {
+// firstOKAfter is the time from start to the completion of the first ok
+// send to tp invoked at or after effect, or -1; tried says whether any
+// send to tp was invoked then.
+func firstOKAfter(a *analysis, tp TP, start, effect int64) (d int64, tried bool) {
 	best := int64(-1)
 	for _, s := range a.sends {
-		if s.v.TP() != tp || s.inv.Time < t {
+		if s.v.TP() != tp || s.inv.Time < effect {
 			continue
 		}
 		tried = true
 		if s.typ() != OK {
 			continue
 		}
-		if d := s.comp.Time - t; best < 0 || d < best {
+		if d := s.comp.Time - start; best < 0 || d < best {
 			best = d
 		}
 	}

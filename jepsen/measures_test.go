@@ -10,6 +10,8 @@ import (
 //
 //	a  p0 ok  outside, before the fault
 //	d  p1 ok  invoked before the fault, completed in it: no failover evidence
+//	e  p1 ok  invoked after the fault's start was invoked, before it took
+//	          effect (completed): in the window, no failover evidence either
 //	b  p0 info in the fault
 //	x  p1 ok  in the fault: p1's failover
 //	c  p0 ok  after the fault: p0's failover
@@ -24,24 +26,26 @@ func measureHistory(lose bool) (b *hb, at map[string][2]int64, win [2]int64) {
 	done("a", ia, b.sendDone(ia, OK, 0))
 	id := b.sendInv(3, 1, "d")
 	start := b.invoke(Op{Process: NemesisProcess, F: FStart, Nemesis: "kill"})
+	ie := b.sendInv(5, 1, "e")
 	b.complete(start, OK, nil)
 	done("d", id, b.sendDone(id, OK, 0))
+	done("e", ie, b.sendDone(ie, OK, 1))
 	ib := b.sendInv(1, 0, "b")
 	b.sendDone(ib, Info, 0)
 	ix := b.sendInv(0, 1, "x")
-	done("x", ix, b.sendDone(ix, OK, 1))
+	done("x", ix, b.sendDone(ix, OK, 2))
 	stop := b.invoke(Op{Process: NemesisProcess, F: FStop, Nemesis: "kill"})
 	end := b.complete(stop, OK, nil)
 	ic := b.sendInv(0, 0, "c")
 	iy := b.sendInv(2, 1, "y")
 	done("c", ic, b.sendDone(ic, OK, 1))
-	done("y", iy, b.sendDone(iy, OK, 2))
+	done("y", iy, b.sendDone(iy, OK, 3))
 	if lose {
 		b.final(4, 0, OK, 2, 0, "a")
 	} else {
 		b.final(4, 0, OK, 2, 0, "a", 1, "c")
 	}
-	b.final(4, 1, OK, 3, 0, "d", 1, "x", 2, "y")
+	b.final(4, 1, OK, 4, 0, "d", 1, "e", 2, "x", 3, "y")
 	return b, at, [2]int64{start.Time, end.Time}
 }
 
@@ -50,12 +54,12 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs
 func TestMeasures_AvailabilityFailoverThroughputLatency(t *testing.T) {
 	b, at, win := measureHistory(false)
 	m := check(t, b.h).Measures
-	if m.Acknowledged != 5 || m.Attempted != 6 {
-		t.Fatalf("acknowledged %d of %d, want 5 of 6", m.Acknowledged, m.Attempted)
+	if m.Acknowledged != 6 || m.Attempted != 7 {
+		t.Fatalf("acknowledged %d of %d, want 6 of 7", m.Acknowledged, m.Attempted)
 	}
-	// In the window: d? no, invoked before it. b (info) and x (ok).
+	// In the window: e (ok), b (info) and x (ok); d was invoked before it.
 	for name, got := range map[string]Ratio{"overall": m.Availability, "during": m.AvailabilityFaults, "outside": m.AvailabilityOutside} {
-		want := map[string]Ratio{"overall": {5, 6, 5.0 / 6}, "during": {1, 2, 0.5}, "outside": {4, 4, 1}}[name]
+		want := map[string]Ratio{"overall": {6, 7, 6.0 / 7}, "during": {2, 3, 2.0 / 3}, "outside": {4, 4, 1}}[name]
 		if got.OK != want.OK || got.Attempted != want.Attempted || !near(got.Value, want.Value) {
 			t.Errorf("availability %s %+v, want %+v", name, got, want)
 		}
@@ -64,17 +68,17 @@ func TestMeasures_AvailabilityFailoverThroughputLatency(t *testing.T) {
 		t.Fatalf("faults %+v", m.Faults)
 	}
 	f := m.Faults[0]
-	if f.Nemesis != "kill" || f.StartNs != win[0] || f.EndNs != win[1] || f.Availability.OK != 1 || f.Availability.Attempted != 2 {
+	if f.Nemesis != "kill" || f.StartNs != win[0] || f.EndNs != win[1] || f.Availability.OK != 2 || f.Availability.Attempted != 3 {
 		t.Errorf("fault %+v, window %v", f, win)
 	}
-	// d completed in the window but was invoked before it: p1 failed over
-	// with x, p0 only with c.
+	// d and e completed in the window but were invoked before the kill
+	// took effect: p1 failed over with x, p0 only with c.
 	p0, p1 := at["c"][1]-win[0], at["x"][1]-win[0]
 	if f.FailoverByPartition["t/0"] != p0 || f.FailoverByPartition["t/1"] != p1 || f.FailoverNs != max(p0, p1) {
 		t.Errorf("failover %d %v, want p0 %d p1 %d", f.FailoverNs, f.FailoverByPartition, p0, p1)
 	}
 	first, last := at["a"][0], at["y"][1]
-	if want := 5 / (float64(last-first) / 1e9); !near(m.OKSendsPerSec, want) {
+	if want := 6 / (float64(last-first) / 1e9); !near(m.OKSendsPerSec, want) {
 		t.Errorf("ok sends/s %g, want %g", m.OKSendsPerSec, want)
 	}
 	// Outside: a, d, c, y over the send span minus the window.
@@ -85,7 +89,7 @@ func TestMeasures_AvailabilityFailoverThroughputLatency(t *testing.T) {
 	if m.LatencyP50Ns != percentile(lat, 50) || m.LatencyP99Ns != lat[1] { // d waited longest
 		t.Errorf("latency p50 %d p99 %d from %v", m.LatencyP50Ns, m.LatencyP99Ns, lat)
 	}
-	if line := m.String(); !strings.Contains(line, "acknowledged=5 loss/M=0") || !strings.Contains(line, "during-faults=0.500") ||
+	if line := m.String(); !strings.Contains(line, "acknowledged=6 loss/M=0") || !strings.Contains(line, "during-faults=0.667") ||
 		!strings.Contains(line, "failover-p50=") {
 		t.Errorf("measures line %q", line)
 	}
@@ -98,12 +102,12 @@ func TestMeasures_LossPerMillionAcknowledged(t *testing.T) {
 	b, _, _ := measureHistory(true)
 	m := check(t, b.h).Measures
 	// c was acknowledged at p0/1 and the complete final read of p0 (hw 2)
-	// does not return it: lost and unseen, one of five acknowledged.
+	// does not return it: lost and unseen, one of six acknowledged.
 	if m.Lost != 1 || m.Unseen != 1 || m.Loss != 1 {
 		t.Fatalf("lost %d unseen %d loss %d, want 1 each", m.Lost, m.Unseen, m.Loss)
 	}
-	if m.LostPerMillion != 200000 || m.UnseenPerMillion != 200000 || m.LossPerMillion != 200000 {
-		t.Errorf("per million: lost %g unseen %g loss %g, want 200000", m.LostPerMillion, m.UnseenPerMillion, m.LossPerMillion)
+	if want := 1e6 / 6; !near(m.LostPerMillion, want) || !near(m.UnseenPerMillion, want) || !near(m.LossPerMillion, want) {
+		t.Errorf("per million: lost %g unseen %g loss %g, want %g", m.LostPerMillion, m.UnseenPerMillion, m.LossPerMillion, want)
 	}
 	if m.Duplicated != 0 || m.Inconsistent != 0 || m.Reordered != 0 {
 		t.Errorf("%+v", m)
