@@ -182,10 +182,13 @@ type MatrixCell struct {
 	Err     string `json:"error,omitempty"`
 }
 
-// Matrix files in MatrixConfig.Dir.
+// Matrix files in MatrixConfig.Dir, and MatrixCellFile in each cell's
+// report directory (the cell's outcome, its run error included, for a
+// resumed matrix).
 const (
-	MatrixTable = "matrix.md"
-	MatrixJSON  = "matrix.json"
+	MatrixTable    = "matrix.md"
+	MatrixJSON     = "matrix.json"
+	MatrixCellFile = "cell.json"
 )
 
 // FindModes and FindNemeses look names up in MatrixModes and
@@ -288,7 +291,7 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]MatrixCell, error) {
 				p := MatrixProgress{Cell: len(cells) + 1, Cells: total, Name: name, Elapsed: time.Since(began)}
 				if res, err := readResults(dir); err == nil {
 					cell.fill(res)
-					cell.Crashes = readCrashes(dir)
+					cell.Crashes, cell.Err = readCellNotes(dir)
 					p.Skipped = true
 					report(cfg.Progress, p)
 					cells = append(cells, cell)
@@ -301,6 +304,9 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]MatrixCell, error) {
 				report(cfg.Progress, p)
 				start := time.Now()
 				cell.run(ctx, run, cfg.Base, m, n, seed, dir)
+				if err := writeJSON(filepath.Join(dir, MatrixCellFile), cell); err != nil && cell.Err == "" {
+					cell.Err = err.Error()
+				}
 				if cfg.CellDone != nil {
 					cfg.CellDone(cell)
 				}
@@ -337,19 +343,18 @@ func (c *MatrixCell) run(ctx context.Context, run func(context.Context, RaftqCon
 	}
 }
 
-// readCrashes counts the node crashes a cell's nemesis.json records.
-func readCrashes(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, NemesisFile))
+// readCellNotes reads what results.json lacks from a cell run's
+// cell.json: its node crashes and run error.
+func readCellNotes(dir string) (crashes int, runErr string) {
+	b, err := os.ReadFile(filepath.Join(dir, MatrixCellFile))
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	var out struct {
-		Crashes []chaos.Exit `json:"crashes"`
+	var c MatrixCell
+	if json.Unmarshal(b, &c) != nil {
+		return 0, ""
 	}
-	if json.Unmarshal(b, &out) != nil {
-		return 0
-	}
-	return len(out.Crashes)
+	return c.Crashes, c.Err
 }
 
 func (c *MatrixCell) fill(r *Results) {

@@ -110,12 +110,13 @@ func (f *fakeCells) run(_ context.Context, cfg RaftqConfig) (*RaftqOutcome, erro
 	if rel == "r-a/k1" && cfg.Schedule.Seed == 2 {
 		return &RaftqOutcome{}, errors.New("cluster did not start")
 	}
+	if rel == "r-a/lrs" && cfg.Schedule.Seed == 2 {
+		return &RaftqOutcome{Results: res}, errors.Join(errors.New("heal: node 3 exited before ready"),
+			writeJSON(filepath.Join(cfg.Run.ReportDir, ResultsFile), res))
+	}
 	out := &RaftqOutcome{Results: res}
 	if rel == "i1-n/k1" {
 		out.Crashes = []chaos.Exit{{Node: 2}}
-	}
-	if err := writeJSON(filepath.Join(cfg.Run.ReportDir, NemesisFile), out); err != nil {
-		return nil, err
 	}
 	return out, writeJSON(filepath.Join(cfg.Run.ReportDir, ResultsFile), res)
 }
@@ -155,6 +156,7 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 		"r-a/k1 seed 2 did not run through: cluster did not start",
 		"- i1-n: isr, min.insync.replicas=1",
 		"failover 1.5s · 1 node crashes (exp. ok)",
+		"r-a/lrs seed 2 did not run through: heal: node 3 exited before ready",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
@@ -177,5 +179,8 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 	}
 	if c := cells[4]; c.Mode != "i1-n" || c.Nemesis != "k1" || c.Crashes != 1 {
 		t.Errorf("a skipped cell lost its crashes: %+v", c)
+	}
+	if c := cells[3]; c.Nemesis != "lrs" || c.Seed != 2 || !strings.Contains(c.Err, "exited before ready") {
+		t.Errorf("a skipped cell lost its run error: %+v", c)
 	}
 }
