@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/raftq/raftq/chaos"
+	"github.com/raftq/raftq/chaos/lazyfs"
 )
 
 // Setup is what a run ran against, written into results.json and printed
@@ -59,8 +60,6 @@ const (
 	kafkaNeverFlush   = "9223372036854775807" // Long.MAX: flush.messages and flush.ms never fire
 	elrFlag           = "--eligible-leader-replicas"
 	lazyFSOff         = "off"
-	lazyFSWorstCase   = "worst-case"
-	lazyFSWriteback   = "writeback-"
 	setupNemesisNone  = "none"
 	setupScriptPrefix = "script:"
 )
@@ -96,15 +95,13 @@ func boolFlag(args []string, name string) bool {
 	return on
 }
 
-// lazyFSModel names the power-loss model of a run.
+// lazyFSModel names the power-loss model of a run: "off" without lazyfs,
+// else lazyfs's own name for it.
 func lazyFSModel(lazy bool, writeback time.Duration) string {
-	switch {
-	case !lazy:
+	if !lazy {
 		return lazyFSOff
-	case writeback > 0:
-		return lazyFSWriteback + writeback.String()
 	}
-	return lazyFSWorstCase
+	return lazyfs.Config{WritebackAge: writeback}.Model()
 }
 
 // Map is the setup as key=value pairs, for the `setup:` line (the same
