@@ -239,9 +239,13 @@
 // checkers' verdict, a measured class (L: loss; U: under half the sends
 // during faults ok; ok), loss per million acknowledged, availability
 // during faults, failover p50, and the outcome §4.3 expects
-// (MatrixExpected); matrix.md lists every cell whose loss contradicts
-// the expectation. Still to come (issue 21): the plots and HTML report,
-// the cost table from raftq bench, and a published full run. The ISR
+// (MatrixExpected); matrix.md and matrix.html list every cell whose
+// loss contradicts the expectation, and matrix.html links each cell run
+// to its report (its throughput plot is the cell's timeline, faults
+// shaded) above two plots: loss against availability, and throughput
+// against p99 latency outside faults, a point per cell run and a colour
+// per mode. Still to come (issue 21): the cost table from raftq bench,
+// and a published full run. The ISR
 // rows need the broker's isr mode and its --replica-lag-time-max and
 // --eligible-leader-replicas flags; until they exist those cells fail to
 // start and the table says so.

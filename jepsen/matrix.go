@@ -17,8 +17,8 @@ import (
 
 // The start of the replication-mode matrix (issue 21): every mode ×
 // nemesis cell run on a fresh cluster, resumably, into one table beside
-// the outcome ISR-NOTES §4.3 expects. Plots, the HTML report and the
-// cost table from `raftq bench` are still to come.
+// the outcome ISR-NOTES §4.3 expects, with matrix.html and two plots.
+// The cost table from `raftq bench` is still to come.
 
 // Mode is a row of the matrix: how the test topic replicates and syncs.
 type Mode struct {
@@ -132,7 +132,8 @@ type MatrixConfig struct {
 	Nemeses []Nemesis
 	Seeds   []uint64
 	// Dir holds one report directory per cell run
-	// (<mode>/<nemesis>/seed-<n>) and the table (matrix.md, matrix.json).
+	// (<mode>/<nemesis>/seed-<n>) and the table (matrix.md, matrix.json,
+	// matrix.html and its plots).
 	// A cell run whose results.json is there already is not run again.
 	Dir string
 	// Progress, if set, is told before each cell run: which of how many,
@@ -455,7 +456,7 @@ func orDash(s string) string {
 	return s
 }
 
-// writeMatrix writes the table and the cells.
+// writeMatrix writes the table, the cells, the plots and matrix.html.
 func writeMatrix(dir string, modes []Mode, nemeses []Nemesis, cells []MatrixCell) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("matrix dir %s: %w", dir, err)
@@ -463,7 +464,7 @@ func writeMatrix(dir string, modes []Mode, nemeses []Nemesis, cells []MatrixCell
 	err := writeJSON(filepath.Join(dir, MatrixJSON), cells)
 	return errors.Join(err, writeFile(filepath.Join(dir, MatrixTable), func(w io.Writer) error {
 		return WriteMatrixTable(w, modes, nemeses, cells)
-	}))
+	}), writeMatrixReport(dir, modes, nemeses, cells))
 }
 
 // WriteMatrixTable writes the Markdown table: a row per mode, a column
@@ -500,6 +501,19 @@ func WriteMatrixTable(w io.Writer, modes []Mode, nemeses []Nemesis, cells []Matr
 	for _, n := range nemeses {
 		fmt.Fprintf(&b, "- %s: %s\n", n.Name, n.Doc)
 	}
+	if dis := disagreements(cells); len(dis) > 0 {
+		b.WriteString("\n## Disagreements and failed runs\n\n")
+		for _, d := range dis {
+			fmt.Fprintf(&b, "- %s\n", d)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// disagreements lists each cell whose loss contradicts the expected
+// outcome, and each cell run that did not go through.
+func disagreements(cells []MatrixCell) []string {
 	var dis []string
 	for _, c := range cells {
 		if d := c.Disagrees(); d != "" {
@@ -509,14 +523,7 @@ func WriteMatrixTable(w io.Writer, modes []Mode, nemeses []Nemesis, cells []Matr
 			dis = append(dis, fmt.Sprintf("%s/%s seed %d did not run through: %s", c.Mode, c.Nemesis, c.Seed, firstLine(c.Err)))
 		}
 	}
-	if len(dis) > 0 {
-		b.WriteString("\n## Disagreements and failed runs\n\n")
-		for _, d := range dis {
-			fmt.Fprintf(&b, "- %s\n", d)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return dis
 }
 
 func firstLine(s string) string {

@@ -162,6 +162,19 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
+	for _, name := range []string{MatrixLossAvailability, MatrixCost} {
+		assertPNG(t, filepath.Join(dir, name))
+	}
+	html, err := os.ReadFile(filepath.Join(dir, MatrixIndex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<a href="r-a/k1/seed-1/index.html">fail L · loss/M 3000`, MatrixLossAvailability,
+		"i1-n/lrs seed 1: expected L, measured no loss", "<th>lrs (5 nodes)</th>"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("matrix.html lacks %q", want)
+		}
+	}
 	if strings.Contains(table, "r-a/lrs seed 1: expected") {
 		t.Errorf("an agreeing cell is listed as a disagreement:\n%s", table)
 	}

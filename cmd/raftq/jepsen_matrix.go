@@ -126,6 +126,6 @@ func runJepsenMatrix(ctx context.Context, e *env, args []string) error {
 	if err := jepsen.WriteMatrixTable(e.stdout, cfg.Modes, cfg.Nemeses, cells); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "table: %s\n", filepath.Join(cfg.Dir, jepsen.MatrixTable))
+	fmt.Fprintf(e.stdout, "table: %s\nreport: %s\n", filepath.Join(cfg.Dir, jepsen.MatrixTable), filepath.Join(cfg.Dir, jepsen.MatrixIndex))
 	return nil
 }
