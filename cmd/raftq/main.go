@@ -33,7 +33,7 @@ func commands() map[string]command {
 		"bench":   {"", "measure produce throughput and latency", runBench},
 		"floor":   {"", "measure the least a replicated, fsynced commit costs on this disk (no raft, no Kafka)", runFloor},
 		"group":   {"list|describe|reset-offsets [GROUP]", "list, describe or reset consumer groups", runGroup},
-		"jepsen":  {"run|check [DIR]|matrix", "run a Jepsen test against a local cluster under faults, or the mode matrix", runJepsen},
+		"jepsen":  {"run|check [DIR]", "run a Jepsen test against a local cluster under faults", runJepsen},
 	}
 }
 
