@@ -28,6 +28,9 @@ var (
 	// ErrNoLeaderFunc is returned when a leader is asked for and the
 	// Config has no Leader func.
 	ErrNoLeaderFunc = errors.New("chaos: no Leader func configured")
+	// ErrNoRolesFunc is returned when a script names a role and the
+	// Config has no Roles func.
+	ErrNoRolesFunc = errors.New("chaos: no Roles func configured")
 	// ErrUnknownNode is returned for a node id outside 1..Nodes.
 	ErrUnknownNode = errors.New("chaos: unknown node")
 	// ErrClosed is returned by operations on a closed Cluster.
@@ -73,6 +76,10 @@ type ReadyFunc func(ctx context.Context, c *Cluster, n Node) error
 // chose to watch (for raftq: one partition, asked over /v1/status).
 type LeaderFunc func(ctx context.Context, c *Cluster) (int, error)
 
+// RolesFunc names the nodes of each role of one partition, for scripts
+// (see Script and Env.Roles).
+type RolesFunc func(ctx context.Context, c *Cluster, partition string) (RoleMap, error)
+
 // Config describes a cluster of real processes.
 type Config struct {
 	Binary string   // executable to run for every node
@@ -94,6 +101,11 @@ type Config struct {
 	// (BenchmarkAppendFsync): fine for correctness runs, misleading for
 	// throughput comparisons with runs off lazyfs.
 	LazyFSSyncBacking bool
+	// LazyFSWritebackAge turns on lazyfs's writeback model: files dirty
+	// for at least this long are written back and survive a power loss,
+	// as on Linux (30 s). Zero is the worst case: a power loss drops every
+	// write not fsynced.
+	LazyFSWritebackAge time.Duration
 	// Ports are the ports inside a namespace (DefaultPorts when zero).
 	Ports Ports
 	// GuardPeerPort rejects connections from 127.0.0.1 to the nodes' peer
@@ -103,6 +115,7 @@ type Config struct {
 
 	Ready        ReadyFunc  // nil: a started process is ready
 	Leader       LeaderFunc // for kill-leader and isolate-leader
+	Roles        RolesFunc  // for scripts that name roles
 	StartTimeout time.Duration
 	StopTimeout  time.Duration // SIGTERM grace before SIGKILL in Stop
 	Logger       *slog.Logger
@@ -127,6 +140,8 @@ func (c Config) Validate() error {
 		return errors.New("chaos: config needs an Args func")
 	case c.StartTimeout <= 0 || c.StopTimeout <= 0:
 		return errors.New("chaos: start and stop timeouts must be positive")
+	case c.LazyFSWritebackAge < 0:
+		return errors.New("chaos: lazyfs writeback age must not be negative")
 	}
 	return nil
 }
@@ -244,6 +259,7 @@ func (c *Cluster) prepareDirs(n Node) error {
 	lc := lazyfs.DefaultConfig()
 	lc.Backing, lc.Mountpoint = filepath.Join(n.Dir, "durable"), n.DataDir
 	lc.SyncBacking, lc.Logger = c.cfg.LazyFSSyncBacking, c.log
+	lc.WritebackAge = c.cfg.LazyFSWritebackAge
 	fsys, err := lazyfs.Mount(lc)
 	if err != nil {
 		return err
@@ -345,6 +361,25 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return id, nil
+}
+
+// Roles asks the configured RolesFunc and checks every node it names.
+func (c *Cluster) Roles(ctx context.Context, partition string) (RoleMap, error) {
+	if c.cfg.Roles == nil {
+		return RoleMap{}, ErrNoRolesFunc
+	}
+	r, err := c.cfg.Roles(ctx, c, partition)
+	if err != nil {
+		return RoleMap{}, err
+	}
+	for _, nodes := range r.Nodes {
+		for _, id := range nodes {
+			if _, err := c.Node(id); err != nil {
+				return RoleMap{}, err
+			}
+		}
+	}
+	return r, nil
 }
 
 // KillLeader kills -9 the current leader and returns its id.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -308,6 +309,97 @@ func TestCluster_LoseUnsyncedDropsWhatNodesDidNotFsync(t *testing.T) {
 	}
 	if got := readMarks(t, n); got != "SSU" {
 		t.Fatalf("marks after restart on the same mount: %q", got)
+	}
+}
+
+// A power loss of one node takes back only that node's unsynced writes;
+// the others run on with theirs, and a node merely killed (-9) keeps its
+// unsynced writes too, since they sit in the page cache (the overlay).
+func TestCluster_LoseUnsyncedNodesHitsOnlyItsTargets(t *testing.T) {
+	cfg := echoConfig(t, 3)
+	cfg.LazyFS = true
+	c := newCluster(t, cfg)
+	ctx := context.Background()
+	lost, err := c.LoseUnsyncedNodes(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 1 || lost[2].Files != 1 || lost[2].Bytes == 0 {
+		t.Errorf("lost %+v, want one file on node 2 only", lost)
+	}
+	if c.Running(2) || !c.Running(1) || !c.Running(3) {
+		t.Fatalf("running: 1 %v, 2 %v, 3 %v; want only node 2 down", c.Running(1), c.Running(2), c.Running(3))
+	}
+	for id, want := range map[int]string{1: "SU", 2: "S", 3: "SU"} {
+		n, _ := c.Node(id)
+		if got := readMarks(t, n); got != want {
+			t.Errorf("node %d marks after node 2's power loss: %q, want %q", id, got, want)
+		}
+	}
+	if err := c.Kill(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	n3, _ := c.Node(3)
+	if got := readMarks(t, n3); got != "SU" {
+		t.Errorf("node 3 marks after kill -9: %q, want its unsynced U kept", got)
+	}
+	if err := c.EnsureRunning(ctx, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	n2, _ := c.Node(2)
+	if got := readMarks(t, n2); got != "SSU" {
+		t.Errorf("node 2 marks after restart: %q", got)
+	}
+}
+
+// With the writeback model a node's write older than the age survives its
+// power loss, which it does not in the worst case (above).
+func TestCluster_LazyFSWritebackModelKeepsOldWrites(t *testing.T) {
+	cfg := echoConfig(t, 1)
+	cfg.LazyFS, cfg.LazyFSWritebackAge = true, 100*time.Millisecond
+	c := newCluster(t, cfg)
+	eventually(t, "the flusher to write the unsynced U back", func() bool { return c.FS(1).Stats().Writebacks > 0 })
+	if _, err := c.LoseUnsyncedNodes(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.Node(1)
+	if got := readMarks(t, n); got != "SU" {
+		t.Errorf("marks after the power loss: %q, want the written-back SU", got)
+	}
+}
+
+// The executor's power loss of the leader hits the node the Leader func
+// names when the fault starts, and its stop restarts that node only.
+func TestExecutor_PowerLossOfTheLeaderOnRealNodes(t *testing.T) {
+	cfg := echoConfig(t, 3)
+	cfg.LazyFS = true
+	cfg.Leader = func(context.Context, *Cluster) (int, error) { return 3, nil }
+	c := newCluster(t, cfg)
+	s := Schedule{Faults: []Fault{{ID: 0, Kind: KindLoseUnfsynced, Start: 0, Stop: 200 * time.Millisecond, Target: TargetLeader}}}
+	marks := map[int]string{}
+	obs := Observer{End: func(ev Event) {
+		if ev.Phase != PhaseStart {
+			return
+		}
+		for _, n := range c.Nodes() {
+			marks[n.ID] = readMarks(t, n)
+		}
+		if !c.Running(1) || !c.Running(2) || c.Running(3) {
+			t.Errorf("during the fault: running 1 %v 2 %v 3 %v, want node 3 down only", c.Running(1), c.Running(2), c.Running(3))
+		}
+	}}
+	x := NewExecutor(c, s, time.Now(), obs)
+	x.Play(context.Background())
+	if want := map[int]string{1: "SU", 2: "SU", 3: "S"}; !reflect.DeepEqual(marks, want) {
+		t.Errorf("marks during the power loss of the leader: %v, want %v", marks, want)
+	}
+	for _, id := range c.NodeIDs() {
+		if !c.Running(id) {
+			t.Errorf("node %d down after the fault's stop", id)
+		}
+	}
+	if got := len(c.Crashes()); got != 0 {
+		t.Errorf("%d crashes", got)
 	}
 }
 

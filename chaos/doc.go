@@ -36,11 +36,16 @@
 //     hand-made grudge. Heal removes every rule. Client traffic from
 //     127.0.0.1 is never cut. Nodes must dial peers from their own
 //     address (see netns); GuardPeerPort makes one that does not fail.
-//   - LoseUnsynced: kill all nodes, then drop every write not fsynced on
-//     every node's lazyfs (see lazyfs for the exact semantics). Nodes stay
-//     down until started.
-//   - Membership changes are not implemented (Plan rejects them) until
-//     the broker can reassign partitions.
+//   - LoseUnsyncedNodes: a power loss of the nodes given: kill them,
+//     then drop every write not fsynced on their lazyfs (see lazyfs for
+//     the exact semantics). The other nodes run on and keep their
+//     unsynced writes; the nodes hit stay down until started.
+//     LoseUnsynced is the power loss of every node. The lose-unfsynced
+//     nemesis hits one node, a minority, a majority, all (the default)
+//     or the leader, drawn from ScheduleConfig.PowerTargets.
+//   - Membership changes are not implemented (Plan and scripts reject
+//     them) until the broker can reassign partitions; disk corruption
+//     (KindDiskCorruption) is reserved the same way for a later issue.
 //
 // Crashes lists node exits the cluster did not cause.
 //
@@ -49,10 +54,21 @@
 // Plan draws a Schedule from a seed: per nemesis kind, alternating gaps
 // and faults, each drawn uniformly from [0, 2*Interval) (a fault lasts at
 // least Interval/10), all within Duration; kill and pause targets (one,
-// minority, majority, all, leader) and partition shapes are drawn too.
+// minority, majority, all, leader), power-loss targets and partition
+// shapes are drawn too.
 // The same config gives the same schedule; each kind draws from its own
 // stream. Faults of one kind never overlap; faults of different kinds
 // may; Schedule.Validate checks the same of a hand-made schedule.
+//
+// A Script (ReadScript, a JSON file) is a hand-written schedule: faults
+// with explicit start and stop offsets, targets and grudges made of cuts
+// ("these nodes cannot reach those"), for scenarios a random schedule
+// almost never produces (jepsen/schedules has the last replica standing
+// and an unclean election). Targets and cuts name node ids or roles of
+// one partition (leader, followers, replicas, others, metadata-leader),
+// which the Executor asks the Env for once, when the first fault that
+// names a role starts, and keeps for the rest of the script.
+// Membership and disk-corruption are reserved kinds: ErrUnsupported.
 //
 // An Executor is the one way a schedule is performed (chaos tests and
 // jepsen's nemesis both use it). Play performs every start and stop at

@@ -20,8 +20,11 @@ type Env interface {
 	Resume(ctx context.Context, ids ...int) error
 	Partition(ctx context.Context, g Grudge) error
 	Heal(ctx context.Context) error
-	LoseUnsynced(ctx context.Context) (map[int]LossReport, error)
+	LoseUnsyncedNodes(ctx context.Context, ids ...int) (map[int]LossReport, error)
 	Leader(ctx context.Context) (int, error)
+	// Roles names the nodes of each role of a partition (see Script):
+	// a partition number, or PartitionAwayFromMetadataLeader.
+	Roles(ctx context.Context, partition string) (RoleMap, error)
 }
 
 var _ Env = (*Cluster)(nil)
@@ -62,6 +65,7 @@ type Executor struct {
 	start  time.Time
 	acted  map[int][]int // fault id -> nodes its start acted on
 	active []int         // faults started and not yet stopped successfully, in start order
+	roles  *RoleMap      // a script's roles, bound at the first fault that names one
 }
 
 // NewExecutor returns an executor of s on env whose step offsets count
@@ -180,6 +184,9 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 			return nil, fmt.Sprintf("%s %s: no target", f.Kind, f.Target), err
 		}
 		detail := fmt.Sprintf("%s %s %v", f.Kind, f.Target, nodes)
+		if len(f.Select) > 0 {
+			detail = fmt.Sprintf("%s %v = %v%s", f.Kind, f.Select, nodes, x.rolesNote())
+		}
 		if f.Kind == KindKill {
 			return nodes, detail, x.env.Kill(ctx, nodes...)
 		}
@@ -189,17 +196,29 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 		if err != nil {
 			return nil, fmt.Sprintf("partition %s: no grudge", f.Shape), err
 		}
-		return grudgeNodes(g), fmt.Sprintf("partition %s %s", f.Shape, g), x.env.Partition(ctx, g)
+		detail := fmt.Sprintf("partition %s %s", f.Shape, g)
+		if len(f.Cuts) > 0 {
+			detail += x.rolesNote()
+		}
+		return grudgeNodes(g), detail, x.env.Partition(ctx, g)
 	case KindLoseUnfsynced:
-		lost, err := x.env.LoseUnsynced(ctx)
-		return x.env.NodeIDs(), "kill all, lose unsynced writes: " + lossDetail(lost), err
+		nodes, err := x.powerTargets(ctx, f)
+		if err != nil {
+			return nil, fmt.Sprintf("power loss of %s: no target", f.powerTarget()), err
+		}
+		lost, err := x.env.LoseUnsyncedNodes(ctx, nodes...)
+		what, note := string(f.powerTarget()), ""
+		if len(f.Select) > 0 {
+			what, note = fmt.Sprint(f.Select), x.rolesNote()
+		}
+		return nodes, fmt.Sprintf("power loss of %s %v: ", what, nodes) + lossDetail(lost) + note, err
 	}
 	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
 
 // stopFault ends fault f, whose start acted on nodes: restart killed
-// nodes, resume paused ones, heal partitions, or restart every node
-// after lose-unfsynced.
+// nodes, resume paused ones, heal partitions, or restart the nodes a
+// power loss hit.
 func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string, error) {
 	switch f.Kind {
 	case KindKill:
@@ -209,12 +228,19 @@ func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string,
 	case KindPartition:
 		return "heal", x.env.Heal(ctx)
 	case KindLoseUnfsynced:
-		return "restart all", x.env.EnsureRunning(ctx, x.env.NodeIDs()...)
+		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
 	}
 	return string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
 
 func (x *Executor) targets(ctx context.Context, f Fault) ([]int, error) {
+	if len(f.Select) > 0 {
+		r, err := x.bind(ctx, f.Select)
+		if err != nil {
+			return nil, err
+		}
+		return r.resolve(f.Select)
+	}
 	if f.Target != TargetLeader {
 		return f.Nodes, nil
 	}
@@ -225,7 +251,61 @@ func (x *Executor) targets(ctx context.Context, f Fault) ([]int, error) {
 	return []int{id}, nil
 }
 
+// powerTargets are the nodes a lose-unfsynced fault hits: its chosen
+// nodes, the leader now, or every node (a fault without a target).
+func (x *Executor) powerTargets(ctx context.Context, f Fault) ([]int, error) {
+	if f.powerTarget() == TargetAll && len(f.Nodes) == 0 && len(f.Select) == 0 {
+		return x.env.NodeIDs(), nil
+	}
+	return x.targets(ctx, f)
+}
+
+// bind returns the script's roles, asking the Env the first time a
+// fault names one; ids alone need none.
+func (x *Executor) bind(ctx context.Context, sel []string) (RoleMap, error) {
+	if x.roles == nil && needsRoles(sel) {
+		r, err := x.env.Roles(ctx, x.s.Partition)
+		if err != nil {
+			return RoleMap{}, fmt.Errorf("chaos: roles of partition %q: %w", x.s.Partition, err)
+		}
+		x.roles = &r
+	}
+	if x.roles == nil {
+		return RoleMap{}, nil
+	}
+	return *x.roles, nil
+}
+
+// Roles returns the roles the script's faults were bound to, or false
+// before any fault named one.
+func (x *Executor) Roles() (RoleMap, bool) {
+	if x.roles == nil {
+		return RoleMap{}, false
+	}
+	return *x.roles, true
+}
+
+// rolesNote is " (roles)" once the script's roles are bound, for step
+// details.
+func (x *Executor) rolesNote() string {
+	if x.roles == nil {
+		return ""
+	}
+	return " (" + x.roles.String() + ")"
+}
+
 func (x *Executor) grudge(ctx context.Context, f Fault) (Grudge, error) {
+	if len(f.Cuts) > 0 {
+		var sel []string
+		for _, c := range f.Cuts {
+			sel = append(append(sel, c.From...), c.To...)
+		}
+		r, err := x.bind(ctx, sel)
+		if err != nil {
+			return nil, err
+		}
+		return r.grudge(f.Cuts)
+	}
 	if f.Shape != ShapeIsolateLeader {
 		return f.Grudge, nil
 	}

@@ -18,6 +18,7 @@ type fakeEnv struct {
 	mu     sync.Mutex
 	calls  []string
 	leader int
+	roles  *RoleMap
 	fail   func(call string) error
 }
 
@@ -42,8 +43,17 @@ func (f *fakeEnv) Pause(_ context.Context, ids ...int) error         { return f.
 func (f *fakeEnv) Resume(_ context.Context, ids ...int) error        { return f.rec("resume %v", ids) }
 func (f *fakeEnv) Partition(_ context.Context, g Grudge) error       { return f.rec("partition %s", g) }
 func (f *fakeEnv) Heal(context.Context) error                        { return f.rec("heal") }
-func (f *fakeEnv) LoseUnsynced(context.Context) (map[int]LossReport, error) {
-	return map[int]LossReport{1: {Files: 1, Bytes: 4096}}, f.rec("lose")
+func (f *fakeEnv) LoseUnsyncedNodes(_ context.Context, ids ...int) (map[int]LossReport, error) {
+	return map[int]LossReport{ids[0]: {Files: 1, Bytes: 4096}}, f.rec("lose %v", ids)
+}
+func (f *fakeEnv) Roles(_ context.Context, partition string) (RoleMap, error) {
+	if err := f.rec("roles %s", partition); err != nil {
+		return RoleMap{}, err
+	}
+	if f.roles == nil {
+		return RoleMap{}, errors.New("fake: no roles")
+	}
+	return *f.roles, nil
 }
 func (f *fakeEnv) Leader(context.Context) (int, error) {
 	if f.leader == 0 {
@@ -118,7 +128,7 @@ func TestExecutor_PlaysStepsInOrderThenHeals(t *testing.T) {
 	}
 	want := []string{
 		"kill [2]", "partition 1<-[2] 2<-[1 3] 3<-[2]", "pause [3]", "start [2]", "heal", "resume [3]",
-		"lose", "start [1 2 3]", "heal", "resume [1 2 3]", "start [1 2 3]",
+		"lose [1 2 3]", "start [1 2 3]", "heal", "resume [1 2 3]", "start [1 2 3]",
 	}
 	if !reflect.DeepEqual(env.calls, want) {
 		t.Fatalf("calls:\n%q\nwant:\n%q", env.calls, want)
@@ -135,7 +145,7 @@ func TestExecutor_PlaysStepsInOrderThenHeals(t *testing.T) {
 	if got := ev.ended[0]; got.Err != "boom" || got.Detail != "kill leader [2]" {
 		t.Errorf("failed kill reported as %+v", got)
 	}
-	if got := ev.ended[6].Detail; got != "kill all, lose unsynced writes: n1 1 files 4096 B" {
+	if got := ev.ended[6].Detail; got != "power loss of all [1 2 3]: n1 1 files 4096 B" {
 		t.Errorf("lose-unfsynced detail %q", got)
 	}
 	for _, e := range ev.ended[1:] {
@@ -306,6 +316,36 @@ func TestExecutor_AgainstRealCluster(t *testing.T) {
 	checkGrudge(t, c, Grudge{})
 	if cr := c.Crashes(); len(cr) != 0 {
 		t.Errorf("crashes: %+v", cr)
+	}
+}
+
+// A power loss hits its targets only, a leader target resolved when it
+// starts, and its stop restarts just the nodes it hit.
+func TestExecutor_PowerLossHitsItsTargetsOnly(t *testing.T) {
+	s := Schedule{Faults: []Fault{
+		{ID: 0, Kind: KindLoseUnfsynced, Start: 0, Stop: 10 * time.Millisecond, Target: TargetLeader},
+		{ID: 1, Kind: KindLoseUnfsynced, Start: 20 * time.Millisecond, Stop: 30 * time.Millisecond, Target: TargetMinority, Nodes: []int{3}},
+		{ID: 2, Kind: KindLoseUnfsynced, Start: 40 * time.Millisecond, Stop: 50 * time.Millisecond, Target: TargetAll, Nodes: []int{1, 2, 3}},
+	}}
+	env := &fakeEnv{leader: 2}
+	var ev events
+	x := NewExecutor(env, s, time.Now(), ev.observer())
+	x.Play(context.Background())
+	want := []string{"lose [2]", "start [2]", "lose [3]", "start [3]", "lose [1 2 3]", "start [1 2 3]"}
+	if !reflect.DeepEqual(env.calls, want) {
+		t.Fatalf("calls:\n%q\nwant:\n%q", env.calls, want)
+	}
+	if got, want := ev.ended[0].Detail, "power loss of leader [2]: n2 1 files 4096 B"; got != want {
+		t.Errorf("detail %q, want %q", got, want)
+	}
+	if got, want := ev.ended[1].Detail, "restart [2]"; got != want {
+		t.Errorf("stop detail %q, want %q", got, want)
+	}
+	env.leader = 0
+	x = NewExecutor(env, Schedule{Faults: s.Faults[:1]}, time.Now(), ev.observer())
+	x.Play(context.Background())
+	if e := ev.ended[len(ev.ended)-2]; e.Err == "" || len(e.Nodes) != 0 {
+		t.Errorf("power loss of a leader when there is none: %+v", e)
 	}
 }
 

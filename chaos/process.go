@@ -417,24 +417,33 @@ func (c *Cluster) Crashes() []Exit {
 // Nodes stay down; start them with StartAll. It returns what each node
 // lost.
 func (c *Cluster) LoseUnsynced(ctx context.Context) (map[int]LossReport, error) {
+	return c.LoseUnsyncedNodes(ctx, c.NodeIDs()...)
+}
+
+// LoseUnsyncedNodes simulates a power loss of the nodes ids: it kills
+// them, then drops every write not fsynced on their lazyfs mounts. The
+// other nodes run on and keep everything they wrote, fsynced or not (a
+// process crash loses nothing the kernel holds). The nodes hit stay down;
+// start them with EnsureRunning. It returns what each node hit lost.
+func (c *Cluster) LoseUnsyncedNodes(ctx context.Context, ids ...int) (map[int]LossReport, error) {
 	if !c.cfg.LazyFS {
 		return nil, ErrNoLazyFS
 	}
-	if err := c.KillAll(ctx); err != nil {
+	if err := c.Kill(ctx, ids...); err != nil {
 		return nil, err
 	}
 	out := map[int]LossReport{}
 	var errs []error
-	for _, id := range c.NodeIDs() {
+	for _, id := range ids {
 		l, err := c.fs[id].LoseUnsynced()
 		errs = append(errs, err)
 		out[id] = LossReport{Files: l.Files, Bytes: l.Bytes}
 	}
-	c.log.Info("lost unsynced writes", "nodes", len(out))
+	c.log.Info("lost unsynced writes", "nodes", ids)
 	return out, errors.Join(errs...)
 }
 
-// LossReport says what one node lost in LoseUnsynced.
+// LossReport says what one node lost in a power loss.
 type LossReport struct {
 	Files int   // files that had writes not yet fsynced
 	Bytes int64 // bytes dropped (whole pages)

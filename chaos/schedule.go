@@ -18,7 +18,7 @@ const (
 	KindKill          Kind = "kill"           // kill -9 some nodes, restart them at stop
 	KindPause         Kind = "pause"          // SIGSTOP some nodes, SIGCONT at stop
 	KindPartition     Kind = "partition"      // iptables partition, heal at stop
-	KindLoseUnfsynced Kind = "lose-unfsynced" // kill all, drop unsynced writes; restart all at stop
+	KindLoseUnfsynced Kind = "lose-unfsynced" // power loss: kill the targets, drop their unsynced writes; restart them at stop
 	KindMembership    Kind = "membership"     // not yet: needs broker reassignment
 )
 
@@ -35,6 +35,9 @@ const (
 	TargetMajority Target = "majority" // floor(n/2)+1 nodes
 	TargetAll      Target = "all"
 	TargetLeader   Target = "leader" // resolved when the fault starts
+	// TargetScript marks a script's fault: its nodes are Fault.Select,
+	// ids and roles resolved when it starts.
+	TargetScript Target = "script"
 )
 
 var knownTargets = []Target{TargetOne, TargetMinority, TargetMajority, TargetAll, TargetLeader}
@@ -66,16 +69,20 @@ type ScheduleConfig struct {
 	Nodes    []int    // node ids
 	Targets  []Target // kill and pause targets to choose from
 	Shapes   []Shape  // partition shapes to choose from
+	// PowerTargets are the lose-unfsynced targets to choose from; empty
+	// means all (a power loss of the whole cluster).
+	PowerTargets []Target
 }
 
 // DefaultScheduleConfig returns the defaults: a 10 s interval, every
 // kill/pause target but the leader, every partition shape that needs no
-// leader.
+// leader, and power losses of the whole cluster.
 func DefaultScheduleConfig() ScheduleConfig {
 	return ScheduleConfig{
-		Interval: 10 * time.Second,
-		Targets:  []Target{TargetOne, TargetMinority, TargetMajority, TargetAll},
-		Shapes:   []Shape{ShapeMajorityMinority, ShapeIsolateOne, ShapeBridge, ShapeMajoritiesRing},
+		Interval:     10 * time.Second,
+		Targets:      []Target{TargetOne, TargetMinority, TargetMajority, TargetAll},
+		Shapes:       []Shape{ShapeMajorityMinority, ShapeIsolateOne, ShapeBridge, ShapeMajoritiesRing},
+		PowerTargets: []Target{TargetAll},
 	}
 }
 
@@ -96,6 +103,11 @@ func (c ScheduleConfig) Validate() error {
 			return fmt.Errorf("chaos: unknown kill/pause target %q (want one of %v)", t, knownTargets)
 		}
 	}
+	for _, t := range c.PowerTargets {
+		if !slices.Contains(knownTargets, t) {
+			return fmt.Errorf("chaos: unknown lose-unfsynced target %q (want one of %v)", t, knownTargets)
+		}
+	}
 	for _, s := range c.Shapes {
 		if !slices.Contains(knownShapes, s) {
 			return fmt.Errorf("chaos: unknown partition shape %q (want one of %v)", s, knownShapes)
@@ -106,6 +118,8 @@ func (c ScheduleConfig) Validate() error {
 		case KindKill, KindPause, KindPartition, KindLoseUnfsynced:
 		case KindMembership:
 			return fmt.Errorf("%w: %s (needs broker partition reassignment)", ErrUnsupported, k)
+		case KindDiskCorruption:
+			return fmt.Errorf("%w: %s (a later issue)", ErrUnsupported, k)
 		default:
 			return fmt.Errorf("chaos: unknown nemesis %q", k)
 		}
@@ -120,17 +134,30 @@ type Fault struct {
 	Kind   Kind
 	Start  time.Duration // offset from the run's start
 	Stop   time.Duration
-	Target Target // kill, pause
-	Nodes  []int  // kill, pause: chosen nodes (empty for the leader)
+	Target Target // kill, pause, lose-unfsynced (empty there means all)
+	Nodes  []int  // kill, pause, lose-unfsynced: chosen nodes (empty for the leader)
 	Shape  Shape  // partition
-	Grudge Grudge // partition (nil for isolate-leader)
+	Grudge Grudge // partition (nil for isolate-leader and cuts)
+	// Select and Cuts are a script's targets and grudge: node ids and
+	// roles (see Script), resolved when the fault starts.
+	Select []string `json:",omitempty"`
+	Cuts   []Cut    `json:",omitempty"`
+	Note   string   `json:",omitempty"`
 }
 
 // String describes the fault for logs and histories.
 func (f Fault) String() string {
+	switch {
+	case len(f.Select) > 0:
+		return fmt.Sprintf("%s %v", f.Kind, f.Select)
+	case len(f.Cuts) > 0:
+		return fmt.Sprintf("%s cuts %v", f.Kind, f.Cuts)
+	}
 	switch f.Kind {
 	case KindKill, KindPause:
 		return fmt.Sprintf("%s %s %v", f.Kind, f.Target, f.Nodes)
+	case KindLoseUnfsynced:
+		return fmt.Sprintf("%s %s %v", f.Kind, f.powerTarget(), f.Nodes)
 	case KindPartition:
 		return fmt.Sprintf("%s %s %s", f.Kind, f.Shape, f.Grudge)
 	}
@@ -141,6 +168,10 @@ func (f Fault) String() string {
 type Schedule struct {
 	Config ScheduleConfig
 	Faults []Fault
+	// Script names the script the schedule came from, if any; Partition
+	// is the partition whose roles its faults name (see Script).
+	Script    string `json:",omitempty"`
+	Partition string `json:",omitempty"`
 }
 
 // Validate checks what Plan guarantees, for schedules made by hand:
@@ -245,8 +276,27 @@ func choose(f *Fault, cfg ScheduleConfig, rng *rand.Rand) error {
 		return choosePartition(f, cfg, rng)
 	case KindLoseUnfsynced:
 		f.Target, f.Nodes = TargetAll, sorted(cfg.Nodes)
+		// No draw with one choice, so that a seed gives the schedule it
+		// gave before lose-unfsynced had targets.
+		if n := len(cfg.PowerTargets); n == 1 {
+			f.Target = cfg.PowerTargets[0]
+		} else if n > 1 {
+			f.Target = cfg.PowerTargets[rng.IntN(n)]
+		}
+		if f.Target != TargetAll {
+			f.Nodes = Pick(f.Target, cfg.Nodes, rng)
+		}
 	}
 	return nil
+}
+
+// powerTarget is a lose-unfsynced fault's target; hand-made schedules
+// from before targets existed leave it empty, meaning all.
+func (f Fault) powerTarget() Target {
+	if f.Target == "" {
+		return TargetAll
+	}
+	return f.Target
 }
 
 // Pick chooses the nodes of a target at random, sorted: one node, a

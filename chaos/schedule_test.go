@@ -219,3 +219,38 @@ func TestScheduleConfig_ValidateRejectsUnknownTargetsAndShapes(t *testing.T) {
 		t.Error("unknown shape accepted")
 	}
 }
+
+func TestPlan_PowerLossTargets(t *testing.T) {
+	sc := DefaultScheduleConfig()
+	sc.Seed, sc.Duration, sc.Interval = 3, 10*time.Minute, 5*time.Second
+	sc.Kinds, sc.Nodes = []Kind{KindLoseUnfsynced}, []int{1, 2, 3, 4, 5}
+	all := mustPlan(t, sc)
+	sc.PowerTargets = nil
+	if none := mustPlan(t, sc); !reflect.DeepEqual(none.Faults, all.Faults) {
+		t.Error("no power targets and [all] planned different schedules")
+	}
+	for _, f := range all.Faults {
+		if f.Target != TargetAll || !reflect.DeepEqual(f.Nodes, []int{1, 2, 3, 4, 5}) {
+			t.Fatalf("default power loss %s, want all nodes", f)
+		}
+	}
+	sc.PowerTargets = []Target{TargetOne, TargetMinority, TargetLeader}
+	s := mustPlan(t, sc)
+	seen := map[Target]int{}
+	for _, f := range s.Faults {
+		seen[f.Target]++
+		want := map[Target]int{TargetOne: 1, TargetMinority: 2, TargetLeader: 0}[f.Target]
+		if len(f.Nodes) != want {
+			t.Errorf("%s: %d nodes, want %d", f, len(f.Nodes), want)
+		}
+	}
+	for _, tg := range sc.PowerTargets {
+		if seen[tg] == 0 {
+			t.Errorf("no power loss of %s in %d faults", tg, len(s.Faults))
+		}
+	}
+	sc.PowerTargets = []Target{"half"}
+	if _, err := Plan(sc); err == nil {
+		t.Error("an unknown power target was accepted")
+	}
+}

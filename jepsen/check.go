@@ -42,6 +42,7 @@ func Check(h History, cfg CheckConfig) (*Results, error) {
 		res.lin[r.tp] = r
 	}
 	res.decide(cfg.Allowed)
+	res.Measures = measure(a, res.Checkers)
 	return res, nil
 }
 

@@ -108,6 +108,19 @@
 //     is tried at every point of the history, and a few of them made
 //     partitions of a few thousand ops run out of time.
 //
+// # Measures
+//
+// Check also computes Measures (results.json "measures"; their exact
+// definitions are Measures' doc): acknowledged and attempted sends;
+// lost, unseen, duplicated, reordered and inconsistent-offset counts and
+// each per million acknowledged, with loss = unseen + inconsistent;
+// availability (ok sends over sends attempted) overall, during fault
+// windows and outside them, and per window; each fault's failover time
+// (window start to the first ok send invoked after it, per partition and
+// the slowest); ok sends/s, and p50/p99 send latency outside faults.
+// Run writes the run's Setup beside them (mode, RF, min.insync.replicas,
+// flush, fsync, unclean, ELR, nodes, nemesis, seed, power-loss model).
+//
 // Check returns Results: every checker's verdict (ok, fail, unknown), counts
 // and up to MaxExamples concrete anomalies citing history op indexes. Valid
 // is false when a checker not listed in CheckConfig.Allowed failed; Verdict
@@ -150,7 +163,11 @@
 //     lose-unfsynced nemesis); then chaos.CleanupStale removes namespaces
 //     and mounts that dead runs left.
 //  2. chaos.Plan draws the fault schedule from the seed (kinds, interval,
-//     kill/pause targets, partition shapes).
+//     kill/pause targets, power-loss targets, partition shapes), or a
+//     script (--schedule: a chaos.Script, a JSON file or one shipped in
+//     schedules/, see its README) gives it; a script's roles come from
+//     the nodes' /v1/status (the metadata leader, and a partition's
+//     leader and replicas).
 //  3. chaos.New makes a private network namespace and N nodes, each
 //     `raftq server` with chaos.ServerArgs (cluster id "jepsen", the
 //     --fsync policy, --unsafe-ack-before-commit when asked, any extra
@@ -198,12 +215,40 @@
 //     majorities-ring (5+ nodes); stop heals. A cut-off leader loses its
 //     quorum (CheckQuorum) and steps down; clients still reach it and get
 //     NOT_LEADER_OR_FOLLOWER.
-//   - lose-unfsynced: a power loss of the whole cluster: SIGKILL every
-//     node, then lazyfs drops every write not fsynced; stop restarts
-//     every node. With --fsync always raft's WAL holds every acknowledged
+//   - lose-unfsynced: a power loss: SIGKILL the target nodes (every node
+//     by default; with --power-targets one node, a minority, a majority
+//     or the leader of a partition of the test topic), then lazyfs drops
+//     every write not fsynced on those nodes only; the others keep
+//     running with their page cache. Stop restarts the nodes it hit.
+//     The loss is the worst case (everything not fsynced) unless
+//     --lazyfs-writeback gives an age: then files dirty for longer were
+//     written back, as Linux's flusher does after 30 s. results.json
+//     names the model (setup.lazyfs: worst-case or writeback-<age>). With --fsync always raft's WAL holds every acknowledged
 //     write; with --fsync never the partition WALs lose what was written
 //     since start (the metadata log is always fsynced, so the topic
 //     survives and the loss can be measured).
+//
+// # The replication-mode matrix (a start)
+//
+// RunMatrix (the `raftq jepsen matrix` command) runs every mode ×
+// nemesis × seed cell with RunRaftq on a fresh cluster, each into its own
+// report directory <dir>/<mode>/<nemesis>/seed-<n>; a cell whose
+// results.json exists is not run again, so an interrupted matrix
+// resumes. Modes (MatrixModes) and nemeses (MatrixNemeses) are the rows
+// and columns of ISR-NOTES §4.1 and §4.2; each cell's text gives the
+// checkers' verdict, a measured class (L: loss; U: under half the sends
+// during faults ok; ok), loss per million acknowledged, availability
+// during faults, failover p50, and the outcome §4.3 expects
+// (MatrixExpected); matrix.md and matrix.html list every cell whose
+// loss contradicts the expectation, and matrix.html links each cell run
+// to its report (its throughput plot is the cell's timeline, faults
+// shaded) above two plots: loss against availability, and throughput
+// against p99 latency outside faults, a point per cell run and a colour
+// per mode. Still to come (issue 21): the cost table from raftq bench,
+// and a published full run. The ISR
+// rows need the broker's isr mode and its --replica-lag-time-max and
+// --eligible-leader-replicas flags; until they exist those cells fail to
+// start and the table says so.
 //
 // # Goroutines
 //

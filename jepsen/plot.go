@@ -23,27 +23,8 @@ type nemesisInterval struct {
 
 func nemesisIntervals(h History) []nemesisInterval {
 	var out []nemesisInterval
-	open := map[string]int{}
-	end := 0.0
-	if len(h) > 0 {
-		end = secs(h[len(h)-1].Time)
-	}
-	for _, op := range h {
-		if op.Process != NemesisProcess {
-			continue
-		}
-		switch {
-		case op.F == FStart && op.Type == Invoke:
-			if _, running := open[op.Nemesis]; !running {
-				open[op.Nemesis] = len(out)
-				out = append(out, nemesisInterval{Name: op.Nemesis, Start: secs(op.Time), End: end})
-			}
-		case op.F == FStop && op.Type != Invoke:
-			if i, ok := open[op.Nemesis]; ok {
-				out[i].End = secs(op.Time)
-				delete(open, op.Nemesis)
-			}
-		}
+	for _, w := range faultWindows(h) {
+		out = append(out, nemesisInterval{Name: w.nemesis, Start: secs(w.start), End: secs(w.end)})
 	}
 	return out
 }

@@ -58,10 +58,21 @@ type RaftqConfig struct {
 	ServerArgs []string
 	// Schedule draws the faults; its Nodes and Duration are filled in
 	// (the workload's duration). No Kinds means a run without faults.
+	// Its Seed seeds the workload too.
 	Schedule chaos.ScheduleConfig
+	// Script, when set, is the fault schedule instead of a drawn one
+	// (see chaos.Script and schedules/); it must end within the
+	// workload's duration.
+	Script *chaos.Script
 	// LazyFS puts the data dirs on lazyfs; it is forced on when the
 	// schedule has lose-unfsynced.
 	LazyFS bool
+	// Writeback turns on lazyfs's writeback model (see chaos/lazyfs): at a
+	// power loss, files dirty for at least this long were written back
+	// and survive, as on Linux (lazyfs.LinuxWritebackAge, 30 s). Zero is
+	// the worst case, everything not fsynced is lost. results.json names
+	// the model (Setup.LazyFS).
+	Writeback time.Duration
 	// KeepData keeps the nodes' data directories after the run (the logs
 	// are always kept).
 	KeepData bool
@@ -92,8 +103,14 @@ func (c RaftqConfig) Validate() error {
 		return fmt.Errorf("fsync %q, want always or never: %w", c.Fsync, ErrBadConfig)
 	case c.ReadyTimeout <= 0:
 		return fmt.Errorf("ready timeout %s: %w", c.ReadyTimeout, ErrBadConfig)
+	case c.Writeback < 0:
+		return fmt.Errorf("lazyfs writeback age %s: %w", c.Writeback, ErrBadConfig)
 	case c.Run.ReportDir == "":
 		return fmt.Errorf("no report directory: %w", ErrBadConfig)
+	case c.Script != nil && c.Script.End() > c.Run.Workload.Duration:
+		return fmt.Errorf("script %s runs until %s, past the workload's %s: %w", c.Script.Name, c.Script.End(), c.Run.Workload.Duration, ErrBadConfig)
+	case c.Script != nil && c.Nodes < c.Script.MinNodes:
+		return fmt.Errorf("script %s needs %d nodes, have %d: %w", c.Script.Name, c.Script.MinNodes, c.Nodes, ErrBadConfig)
 	}
 	return nil
 }
@@ -109,6 +126,8 @@ type RaftqOutcome struct {
 	Crashes []chaos.Exit `json:"crashes"`
 	// Schedule is the planned faults.
 	Schedule chaos.Schedule `json:"schedule"`
+	// Setup is what the run ran against (also in results.json).
+	Setup Setup `json:"setup"`
 }
 
 // RunRaftq starts a raftq cluster in a private network namespace (on
@@ -121,7 +140,7 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 		return nil, err
 	}
 	log := logging.Discard(cfg.Logger)
-	cfg.LazyFS = cfg.LazyFS || slices.Contains(cfg.Schedule.Kinds, chaos.KindLoseUnfsynced)
+	cfg.LazyFS = cfg.lazyFS()
 	if err := prerequisites(cfg.LazyFS); err != nil {
 		return nil, err
 	}
@@ -130,8 +149,14 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 	} else if len(ns)+len(mounts) > 0 {
 		log.Info("cleaned up after earlier runs", "namespaces", ns, "mounts", mounts)
 	}
-	out := &RaftqOutcome{}
-	if len(cfg.Schedule.Kinds) > 0 {
+	out := &RaftqOutcome{Setup: cfg.setup()}
+	if cfg.Script != nil {
+		s, err := cfg.Script.Schedule(nodeIDs(cfg.Nodes))
+		if err != nil {
+			return nil, fmt.Errorf("schedule of script %s: %w", cfg.Script.Name, err)
+		}
+		out.Schedule = s
+	} else if len(cfg.Schedule.Kinds) > 0 {
 		sc := cfg.Schedule
 		sc.Duration, sc.Nodes = cfg.Run.Workload.Duration, nodeIDs(cfg.Nodes)
 		s, err := chaos.Plan(sc)
@@ -156,6 +181,15 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 		}
 	}
 	return out, runErr
+}
+
+// lazyFS reports whether the data dirs go on lazyfs: when asked, or when
+// a fault needs it.
+func (c RaftqConfig) lazyFS() bool {
+	if c.Script != nil && slices.Contains(c.Script.Kinds(), chaos.KindLoseUnfsynced) {
+		return true
+	}
+	return c.LazyFS || slices.Contains(c.Schedule.Kinds, chaos.KindLoseUnfsynced)
 }
 
 // prerequisites says what is missing to run the cluster: ip and
@@ -192,8 +226,10 @@ func startRaftq(ctx context.Context, cfg RaftqConfig, log *slog.Logger) (*chaos.
 	cc.Dir = filepath.Join(cfg.Run.ReportDir, ClusterDir)
 	cc.Args = chaos.ServerArgs("jepsen", cfg.Fsync, extra...)
 	cc.Namespace, cc.GuardPeerPort, cc.LazyFS = true, true, cfg.LazyFS
+	cc.LazyFSWritebackAge = cfg.Writeback
 	cc.Ready = chaos.HTTPReady("/v1/status")
 	cc.Leader = leaderFunc(w.Topic, w.Partitions)
+	cc.Roles = rolesFunc(w.Topic, w.Partitions)
 	cc.StartTimeout = cfg.ReadyTimeout
 	cc.Logger = log.With("component", "chaos")
 	c, err := chaos.New(ctx, cc)
@@ -208,7 +244,7 @@ func startRaftq(ctx context.Context, cfg RaftqConfig, log *slog.Logger) (*chaos.
 		c.Close()
 		return nil, fmt.Errorf("jepsen: start cluster: %w", err)
 	}
-	log.Info("cluster up", "nodes", cfg.Nodes, "dir", cc.Dir, "fsync", cfg.Fsync, "lazyfs", cfg.LazyFS)
+	log.Info("cluster up", "nodes", cfg.Nodes, "dir", cc.Dir, "fsync", cfg.Fsync, "lazyfs", lazyFSModel(cfg.LazyFS, cfg.Writeback))
 	return c, nil
 }
 
@@ -226,6 +262,7 @@ func runOnCluster(ctx context.Context, cfg RaftqConfig, c *chaos.Cluster, out *R
 	w.ClientOpts = append(slices.Clone(w.ClientOpts), kgo.Dialer(c.DialContext), kgo.MetadataMinAge(metadataMinAge))
 	flog := log.With("component", "nemesis")
 	rc.Faults, rc.Schedule = c, out.Schedule
+	rc.Setup = &out.Setup
 	rc.OnFault = func(ev chaos.Event) {
 		fe := faultEvent(ev)
 		if fe.Err != "" {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -15,17 +17,23 @@ import (
 // raftqStatus is the part of a raftq node's /v1/status document the
 // harness reads (jepsen may not import broker; the fields are its JSON).
 type raftqStatus struct {
-	NodeID  uint64 `json:"node_id"`
+	NodeID   uint64 `json:"node_id"`
+	Metadata struct {
+		Role   string `json:"role"`
+		Term   uint64 `json:"term"`
+		Leader uint64 `json:"leader"`
+	} `json:"metadata"`
 	Brokers []struct {
 		ID    uint64 `json:"id"`
 		Alive bool   `json:"alive"`
 	} `json:"brokers"`
 	Partitions []struct {
-		Topic     string `json:"topic"`
-		Partition int32  `json:"partition"`
-		Role      string `json:"role"`
-		Term      uint64 `json:"term"`
-		Leader    uint64 `json:"leader"`
+		Topic     string   `json:"topic"`
+		Partition int32    `json:"partition"`
+		Role      string   `json:"role"`
+		Term      uint64   `json:"term"`
+		Leader    uint64   `json:"leader"`
+		Replicas  []uint64 `json:"replicas"`
 	} `json:"partitions"`
 }
 
@@ -95,6 +103,102 @@ func leaderFunc(topic string, partitions int32) chaos.LeaderFunc {
 		p := int32(calls.Add(1)-1) % partitions
 		return partitionLeader(ctx, c, topic, p)
 	}
+}
+
+// rolesFunc is the cluster's chaos.RolesFunc: the roles of a partition
+// of topic, from the /v1/status of every running, unpaused node.
+func rolesFunc(topic string, partitions int32) chaos.RolesFunc {
+	return func(ctx context.Context, c *chaos.Cluster, spec string) (chaos.RoleMap, error) {
+		var sts []raftqStatus
+		for _, id := range c.NodeIDs() {
+			if !c.Running(id) || c.Paused(id) {
+				continue
+			}
+			if s, err := fetchStatus(ctx, c, id); err == nil {
+				sts = append(sts, s)
+			}
+		}
+		return rolesFrom(sts, c.NodeIDs(), topic, partitions, spec)
+	}
+}
+
+// rolesFrom works out a script's roles from the nodes' statuses: the
+// metadata leader and a partition's leader are those the highest term
+// reports; the partition is spec's number, or the lowest one whose
+// replicas do not include the metadata leader.
+func rolesFrom(sts []raftqStatus, nodes []int, topic string, partitions int32, spec string) (chaos.RoleMap, error) {
+	meta, metaTerm := 0, uint64(0)
+	type part struct {
+		leader   int
+		term     uint64
+		replicas []int
+	}
+	parts := map[int32]*part{}
+	for _, s := range sts {
+		if m := s.Metadata; m.Leader != 0 && m.Term >= metaTerm {
+			meta, metaTerm = int(m.Leader), m.Term
+		}
+		for _, ps := range s.Partitions {
+			if ps.Topic != topic {
+				continue
+			}
+			p := parts[ps.Partition]
+			if p == nil {
+				p = &part{}
+				parts[ps.Partition] = p
+			}
+			if len(p.replicas) == 0 {
+				for _, r := range ps.Replicas {
+					p.replicas = append(p.replicas, int(r))
+				}
+				slices.Sort(p.replicas)
+			}
+			if ps.Role == "leader" && ps.Term >= p.term {
+				p.leader, p.term = int(s.NodeID), ps.Term
+			}
+		}
+	}
+	if meta == 0 {
+		return chaos.RoleMap{}, errors.New("jepsen: no node knows the metadata leader")
+	}
+	pick := int32(-1)
+	if spec == chaos.PartitionAwayFromMetadataLeader {
+		for p := range partitions {
+			if q := parts[p]; q != nil && len(q.replicas) > 0 && !slices.Contains(q.replicas, meta) {
+				pick = p
+				break
+			}
+		}
+		if pick < 0 {
+			return chaos.RoleMap{}, fmt.Errorf("jepsen: every partition of %s has a replica on the metadata leader %d", topic, meta)
+		}
+	} else {
+		n, err := strconv.Atoi(spec)
+		if err != nil || n < 0 || int32(n) >= partitions {
+			return chaos.RoleMap{}, fmt.Errorf("jepsen: partition %q of %d", spec, partitions)
+		}
+		pick = int32(n)
+	}
+	p := parts[pick]
+	if p == nil || p.leader == 0 || len(p.replicas) == 0 {
+		return chaos.RoleMap{}, fmt.Errorf("%w: %s/%d", errNoLeader, topic, pick)
+	}
+	r := chaos.RoleMap{Partition: fmt.Sprintf("%s/%d", topic, pick), Nodes: map[string][]int{
+		chaos.RoleLeader:         {p.leader},
+		chaos.RoleReplicas:       p.replicas,
+		chaos.RoleMetadataLeader: {meta},
+	}}
+	for _, id := range p.replicas {
+		if id != p.leader {
+			r.Nodes[chaos.RoleFollowers] = append(r.Nodes[chaos.RoleFollowers], id)
+		}
+	}
+	for _, id := range nodes {
+		if !slices.Contains(p.replicas, id) {
+			r.Nodes[chaos.RoleOthers] = append(r.Nodes[chaos.RoleOthers], id)
+		}
+	}
+	return r, nil
 }
 
 // healthy reports nil when every node answers, every node sees every

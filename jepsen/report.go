@@ -99,7 +99,6 @@ func safeName(s string) string {
 type indexData struct {
 	Res     *Results
 	Summary string
-	Nemeses []nemesisInterval
 	Failing []failingChecker
 	Plots   []string
 	ByF     []fRow
@@ -139,7 +138,7 @@ type fRow struct {
 }
 
 func writeIndex(path string, h History, res *Results) error {
-	d := indexData{Res: res, Summary: res.Summary(), Nemeses: nemesisIntervals(h),
+	d := indexData{Res: res, Summary: res.Summary(),
 		Plots: []string{LatencyPlot, ThroughputPlot, UnseenPlot}}
 	for _, c := range res.Checkers {
 		if len(c.Examples) == 0 {
@@ -185,9 +184,12 @@ pre{background:#f6f8fa;padding:.5em;overflow-x:auto}img{max-width:100%}
 {{range .ByF}}<tr><td>{{.F}}</td><td>{{.OK}}</td><td>{{.Fail}}</td><td>{{.Info}}</td><td>{{.All}}</td></tr>
 {{end}}</table>
 <p>{{printf "%.0f" .Res.Stats.OKSendsPerSec}} ok sends/s, {{printf "%.0f" .Res.Stats.OKOpsPerSec}} ok ops/s over {{printf "%.1f" (divf .Res.Stats.DurationNs)}} s.</p>
-{{if .Nemeses}}<h2>Faults</h2>
-<table><tr><th>nemesis</th><th>from (s)</th><th>to (s)</th></tr>
-{{range .Nemeses}}<tr><td>{{.Name}}</td><td>{{secs .Start}}</td><td>{{secs .End}}</td></tr>
+<h2>Measures</h2>
+<p>{{.Res.Measures}}</p>
+{{if .Res.Setup}}<p>setup: {{.Res.Setup}}</p>{{end}}
+{{if .Res.Measures.Faults}}<h2>Faults</h2>
+<table><tr><th>nemesis</th><th>from (s)</th><th>to (s)</th><th>availability</th><th>failover (s)</th></tr>
+{{range .Res.Measures.Faults}}<tr><td>{{.Nemesis}}</td><td>{{secs (divf .StartNs)}}</td><td>{{secs (divf .EndNs)}}</td><td>{{printf "%.3f" .Availability.Value}} ({{.Availability.OK}}/{{.Availability.Attempted}})</td><td>{{if lt .FailoverNs 0}}never{{else}}{{printf "%.3f" (divf .FailoverNs)}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Plots</h2>
 {{range .Plots}}<p><img src="{{.}}" alt="{{.}}"></p>
@@ -224,5 +226,22 @@ func Recheck(dir string, cfg CheckConfig) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Setup = previousSetup(dir)
 	return res, writeReport(dir, h, res)
+}
+
+// previousSetup is the setup results.json in dir names, or nil: the
+// history does not hold it, so a recheck carries it over.
+func previousSetup(dir string) *Setup {
+	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return nil
+	}
+	var old struct {
+		Setup *Setup `json:"setup"`
+	}
+	if json.Unmarshal(b, &old) != nil {
+		return nil
+	}
+	return old.Setup
 }

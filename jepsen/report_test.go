@@ -81,7 +81,7 @@ func TestWriteReport_ProducesFilesPlotsAndVisualization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Verdict", "fail", LatencyPlot, ThroughputPlot, UnseenPlot, vis, "lost-write", `send of &#34;y&#34; acknowledged at offset 1`, "partition", ResultsFile, HistoryFile} {
+	for _, want := range []string{"Verdict", "fail", LatencyPlot, ThroughputPlot, UnseenPlot, vis, "lost-write", `send of &#34;y&#34; acknowledged at offset 1`, "partition", ResultsFile, HistoryFile, "Measures", "acknowledged=", "failover (s)"} {
 		if !strings.Contains(string(index), want) {
 			t.Errorf("index.html lacks %q", want)
 		}

@@ -157,6 +157,11 @@ type Results struct {
 	Stats           Stats                      `json:"stats"`
 	Unseen          []UnseenPoint              `json:"unseen_series,omitempty"`
 	Linearizability []PartitionLinearizability `json:"linearizability,omitempty"`
+	// Measures are the figures the replication-mode matrix compares.
+	Measures Measures `json:"measures"`
+	// Setup is what the run ran against, when the run said (Config.Setup);
+	// Recheck keeps the one results.json had.
+	Setup *Setup `json:"setup,omitempty"`
 
 	lin map[TP]*linResult // porcupine's data for visualizations
 }

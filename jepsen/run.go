@@ -33,7 +33,9 @@ type Config struct {
 	// Recover, if set, runs after the final heal and before the final
 	// reads, e.g. to wait until every partition has a leader again.
 	Recover func(ctx context.Context) error
-	Logger  *slog.Logger
+	// Setup, if set, is written into results.json with the verdicts.
+	Setup  *Setup
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns a run with the default workload and checks and no
@@ -101,6 +103,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err != nil {
 		return nil, errors.Join(runErr, err)
 	}
+	res.Setup = cfg.Setup
 	if err := writeReport(cfg.ReportDir, h, res); err != nil {
 		runErr = errors.Join(runErr, err)
 	}

@@ -83,9 +83,13 @@ func (e *funcEnv) Heal(context.Context) error {
 	}
 	return e.heal()
 }
-func (e *funcEnv) LoseUnsynced(context.Context) (map[int]chaos.LossReport, error) {
-	e.note("lose-unsynced")
+func (e *funcEnv) LoseUnsyncedNodes(_ context.Context, ids ...int) (map[int]chaos.LossReport, error) {
+	e.note("lose-unsynced %v", ids)
 	return nil, nil
+}
+func (e *funcEnv) Roles(_ context.Context, partition string) (chaos.RoleMap, error) {
+	e.note("roles %s", partition)
+	return chaos.RoleMap{}, errors.New("fake: no roles")
 }
 func (e *funcEnv) Leader(context.Context) (int, error) {
 	if e.leader == 0 {

@@ -42,6 +42,10 @@ type WorkloadConfig struct {
 	ReplicationFactor int16
 	// CreateTopic makes the topic in Setup; otherwise it must exist.
 	CreateTopic bool
+	// TopicConfigs are the topic configs CreateTopic sets (Kafka names:
+	// replication.mode, min.insync.replicas, flush.messages, ...); nil
+	// leaves every one at the broker's default.
+	TopicConfigs map[string]string
 	// Producers and Consumers are the numbers of concurrent processes.
 	Producers int
 	Consumers int
@@ -127,6 +131,11 @@ func (c WorkloadConfig) Validate() error {
 	case c.CrashP < 0 || c.CrashP > 1:
 		return fmt.Errorf("crash probability %g: %w", c.CrashP, ErrBadConfig)
 	}
+	for k := range c.TopicConfigs {
+		if k == "" {
+			return fmt.Errorf("topic config with an empty name: %w", ErrBadConfig)
+		}
+	}
 	return nil
 }
 
@@ -184,7 +193,14 @@ func (w *Workload) Setup(ctx context.Context) error {
 		return err
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, w.cfg.Partitions, w.cfg.ReplicationFactor, nil, w.cfg.Topic)
+	var configs map[string]*string
+	for k, v := range w.cfg.TopicConfigs {
+		if configs == nil {
+			configs = map[string]*string{}
+		}
+		configs[k] = &v
+	}
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, w.cfg.Partitions, w.cfg.ReplicationFactor, configs, w.cfg.Topic)
 	if err == nil {
 		err = resp.Err
 	}

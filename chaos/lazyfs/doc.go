@@ -26,6 +26,24 @@
 //   - LoseUnsynced is the power loss: every overlay is dropped, so every
 //     file reverts to its content and size at its last fsync.
 //
+// # Power-loss models
+//
+// By default a power loss drops everything not fsynced, however old: the
+// worst case, an upper bound on what a real machine loses (a node with
+// fsync never loses everything since it started). Config.WritebackAge
+// turns on the writeback model, which looks like Linux's page cache: a
+// flusher goroutine wakes every WritebackInterval (5 s, Linux's
+// dirty_writeback_centisecs) and writes back, as an fsync would, every
+// file that has been dirty for at least WritebackAge (Linux's
+// dirty_expire_centisecs is 30 s). Like Linux it ages a file from its
+// first change since it was last clean (the inode's dirtied_when) and
+// writes the whole file back, so a power loss keeps every change older
+// than age plus interval and may keep younger ones written to the same
+// file. Config.Model names the model ("worst-case", "writeback-30s"),
+// and results must say which one they used. The model ignores memory
+// pressure (dirty_ratio, dirty_background_ratio), which makes Linux
+// write back earlier.
+//
 // The overlay is keyed by the backing inode number, so it survives the
 // kernel forgetting and re-looking-up an inode, and follows hard links
 // and renames. Removing an inode's last name drops its overlay once no
@@ -79,7 +97,9 @@
 //
 // # Goroutines
 //
-// go-fuse serves requests on its own goroutines. FS.mu guards the inode
+// go-fuse serves requests on its own goroutines; with the writeback model
+// one more goroutine, ended by Unmount, writes back expired files,
+// taking FS.mu only to list them and each fileState.mu to commit it. FS.mu guards the inode
 // table; each file's fileState.mu guards its overlay (lock order: the
 // repository's DESIGN.md). LoseUnsynced sends kernel notifications holding
 // no lock, since the kernel may call back into the server while it

@@ -34,6 +34,16 @@ type Config struct {
 	// durable state survives a real crash of the host too. Off by default:
 	// the simulated power loss needs only the page overlay.
 	SyncBacking bool
+	// WritebackAge turns on the writeback model: a file dirty (changed
+	// since its last fsync) for at least this long is written back to the
+	// backing file, as by fsync, so a power loss keeps it. Linux's flusher
+	// writes back inodes dirty for longer than dirty_expire_centisecs
+	// (30 s). Zero, the default, is the worst case: a power loss drops
+	// everything not fsynced, however old.
+	WritebackAge time.Duration
+	// WritebackInterval is how often the writeback model looks for files
+	// to write back (Linux's dirty_writeback_centisecs, 5 s, when zero).
+	WritebackInterval time.Duration
 	// Debug logs every FUSE request (very verbose).
 	Debug bool
 	// Logger gets mount events; nil discards.
@@ -52,13 +62,32 @@ func (c Config) Validate() error {
 	if filepath.Clean(c.Backing) == filepath.Clean(c.Mountpoint) {
 		return errors.New("lazyfs: backing and mountpoint must differ")
 	}
+	if c.WritebackAge < 0 || c.WritebackInterval < 0 {
+		return errors.New("lazyfs: writeback age and interval must not be negative")
+	}
 	return nil
+}
+
+// DefaultWritebackInterval is Linux's dirty_writeback_centisecs.
+const DefaultWritebackInterval = 5 * time.Second
+
+// LinuxWritebackAge is Linux's dirty_expire_centisecs, the age the
+// writeback model uses to look like a Linux page cache.
+const LinuxWritebackAge = 30 * time.Second
+
+// Model names the power-loss model: "worst-case" or "writeback-<age>".
+func (c Config) Model() string {
+	if c.WritebackAge > 0 {
+		return "writeback-" + c.WritebackAge.String()
+	}
+	return "worst-case"
 }
 
 // Stats counts what the filesystem did since it was mounted.
 type Stats struct {
 	Fsyncs       int64 // file fsync/fdatasync calls
 	DirFsyncs    int64 // directory fsync calls (metadata is synchronous, so they commit nothing)
+	Writebacks   int64 // files the writeback model wrote back
 	Losses       int64 // LoseUnsynced calls
 	PendingBytes int64 // bytes now held in the overlay (whole pages)
 	PendingFiles int   // files with changes not yet fsynced
@@ -89,7 +118,11 @@ type FS struct {
 	// loss) is acknowledged and dropped.
 	discarding atomic.Bool
 
-	fsyncs, dirFsyncs, losses atomic.Int64
+	fsyncs, dirFsyncs, losses, writebacks atomic.Int64
+
+	// stopWriteback ends the writeback goroutine; wbDone is closed when
+	// it has. Both are nil without the writeback model.
+	stopWriteback, wbDone chan struct{}
 }
 
 // Mount mounts a lazy view of cfg.Backing at cfg.Mountpoint.
@@ -121,8 +154,58 @@ func Mount(cfg Config) (*FS, error) {
 		return nil, fmt.Errorf("lazyfs: mount %s: %w", cfg.Mountpoint, err)
 	}
 	fsys.server = server
-	fsys.log.Info("lazyfs mounted", "mountpoint", cfg.Mountpoint, "backing", cfg.Backing)
+	if cfg.WritebackAge > 0 {
+		fsys.stopWriteback, fsys.wbDone = make(chan struct{}), make(chan struct{})
+		go fsys.writebackLoop()
+	}
+	fsys.log.Info("lazyfs mounted", "mountpoint", cfg.Mountpoint, "backing", cfg.Backing, "model", cfg.Model())
 	return fsys, nil
+}
+
+// writebackLoop is the writeback model's flusher: every interval it
+// writes back each file dirty for at least WritebackAge, whole, as
+// Linux's flusher writes back an expired inode's pages (per inode, not
+// per page: a page written just before may go with it). So a power loss
+// keeps every page dirty for longer than age plus interval, and may keep
+// younger ones.
+func (fsys *FS) writebackLoop() {
+	defer close(fsys.wbDone)
+	every := fsys.cfg.WritebackInterval
+	if every == 0 {
+		every = DefaultWritebackInterval
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-fsys.stopWriteback:
+			return
+		case now := <-tick.C:
+			fsys.writeback(now)
+		}
+	}
+}
+
+// writeback writes back every file due at now. Detached files are
+// skipped: no open can reach their data again.
+func (fsys *FS) writeback(now time.Time) {
+	fsys.mu.Lock()
+	states := make([]*fileState, 0, len(fsys.files))
+	for _, s := range fsys.files {
+		states = append(states, s)
+	}
+	fsys.mu.Unlock()
+	for _, s := range states {
+		s.mu.Lock()
+		if !s.detached && s.writebackDue(now, fsys.cfg.WritebackAge) {
+			if err := s.commit(fsys.cfg.SyncBacking); err != nil {
+				fsys.log.Warn("lazyfs writeback", "inode", s.ino, "err", err)
+			} else {
+				fsys.writebacks.Add(1)
+			}
+		}
+		s.mu.Unlock()
+	}
 }
 
 // options turns off every kernel cache that could outlive a power loss:
@@ -216,7 +299,7 @@ func (fsys *FS) invalidateKernel() {
 
 // Stats returns counters and the overlay's current size.
 func (fsys *FS) Stats() Stats {
-	st := Stats{Fsyncs: fsys.fsyncs.Load(), DirFsyncs: fsys.dirFsyncs.Load(), Losses: fsys.losses.Load()}
+	st := Stats{Fsyncs: fsys.fsyncs.Load(), DirFsyncs: fsys.dirFsyncs.Load(), Losses: fsys.losses.Load(), Writebacks: fsys.writebacks.Load()}
 	fsys.mu.Lock()
 	defer fsys.mu.Unlock()
 	for _, s := range fsys.allStates() {
@@ -241,6 +324,10 @@ func (fsys *FS) Unmount() error {
 	}
 	fsys.closed = true
 	fsys.mu.Unlock()
+	if fsys.stopWriteback != nil {
+		close(fsys.stopWriteback)
+		<-fsys.wbDone
+	}
 	err := fsys.server.Unmount()
 	if err != nil {
 		// Busy (a process still has a file or cwd there): detach it now;

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"time"
 )
 
 // pageSize is the granularity of the pending-write overlay. It matches the
@@ -29,7 +30,11 @@ type fileState struct {
 	base    int64
 	durable int64
 	pages   map[int64][]byte
-	opens   int
+	// dirtiedAt is when the state last went from clean to dirty (zero
+	// while clean): Linux's inode dirtied_when, which the writeback
+	// model ages.
+	dirtiedAt time.Time
+	opens     int
 	// detached is set once the last name of the inode is gone; the state
 	// then lives only as long as open handles do.
 	detached bool
@@ -47,6 +52,19 @@ func newFileState(ino uint64, f *os.File) (*fileState, error) {
 // dirty reports whether the state holds changes the backing file lacks.
 func (s *fileState) dirty() bool {
 	return len(s.pages) > 0 || s.size != s.durable || s.base != s.durable
+}
+
+// touch starts the dirty clock if this change made the state dirty.
+func (s *fileState) touch() {
+	if s.dirtiedAt.IsZero() && s.dirty() {
+		s.dirtiedAt = time.Now()
+	}
+}
+
+// writebackDue reports whether the writeback model writes the state back
+// at now: it has been dirty for at least age.
+func (s *fileState) writebackDue(now time.Time, age time.Duration) bool {
+	return s.dirty() && !s.dirtiedAt.IsZero() && now.Sub(s.dirtiedAt) >= age
 }
 
 // pendingBytes is the memory the overlay holds.
@@ -118,6 +136,7 @@ func (s *fileState) writeAt(data []byte, off int64) error {
 		done += copy(p[pos%pageSize:], data[done:])
 	}
 	s.size = max(s.size, off+int64(len(data)))
+	s.touch()
 	return nil
 }
 
@@ -149,6 +168,7 @@ func (s *fileState) truncate(n int64) {
 		s.base = min(s.base, n)
 	}
 	s.size = n
+	s.touch()
 }
 
 // commit makes the lazy view durable: the backing file gets exactly the
@@ -165,6 +185,7 @@ func (s *fileState) commit(syncBacking bool) error {
 	}
 	clear(s.pages)
 	s.base, s.durable = s.size, s.size
+	s.dirtiedAt = time.Time{}
 	return nil
 }
 
@@ -212,6 +233,7 @@ func (s *fileState) writePages() error {
 func (s *fileState) lose() (dropped int64, err error) {
 	dropped = s.pendingBytes()
 	clear(s.pages)
+	s.dirtiedAt = time.Time{}
 	fi, err := s.f.Stat()
 	if err != nil {
 		return dropped, fmt.Errorf("stat backing %s: %w", s.f.Name(), err)

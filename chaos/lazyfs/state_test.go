@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // model is the obvious implementation: the durable bytes and the view.
@@ -166,4 +167,48 @@ func TestFileState_LoseRevertsToLastCommit(t *testing.T) {
 		t.Errorf("dropped = %d, want one page", dropped)
 	}
 	checkState(t, s, &model{durable: []byte("synced"), view: []byte("synced")})
+}
+
+func TestFileState_WritebackDueAgesFromTheFirstUnsyncedChange(t *testing.T) {
+	s := newTestState(t, nil)
+	age := 30 * time.Second
+	if s.writebackDue(time.Now().Add(time.Hour), age) {
+		t.Fatal("a clean file is due for writeback")
+	}
+	if err := s.writeAt([]byte("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	first := s.dirtiedAt
+	if first.IsZero() {
+		t.Fatal("a write did not start the dirty clock")
+	}
+	if err := s.writeAt([]byte("b"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if s.dirtiedAt != first {
+		t.Error("a second write restarted the dirty clock (Linux ages an inode from its first dirtying)")
+	}
+	if s.writebackDue(first.Add(age-time.Millisecond), age) || !s.writebackDue(first.Add(age), age) {
+		t.Errorf("due before %s or not at it", age)
+	}
+	if err := s.commit(false); err != nil {
+		t.Fatal(err)
+	}
+	if !s.dirtiedAt.IsZero() || s.writebackDue(first.Add(time.Hour), age) {
+		t.Error("a committed file is still due")
+	}
+	s.truncate(s.size) // no change: stays clean
+	if !s.dirtiedAt.IsZero() {
+		t.Error("a truncation to the same size started the dirty clock")
+	}
+	s.truncate(1)
+	if s.dirtiedAt.IsZero() {
+		t.Error("a shrinking truncation did not start the dirty clock")
+	}
+	if _, err := s.lose(); err != nil {
+		t.Fatal(err)
+	}
+	if !s.dirtiedAt.IsZero() {
+		t.Error("a loss left the dirty clock running")
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +216,9 @@ func TestE2E_JepsenLoseUnfsyncedLosesWritesWithFsyncNever(t *testing.T) {
 	if n := r.count(t, jepsen.CheckLostWrite); n == 0 {
 		t.Errorf("no lost writes after losing unsynced writes with fsync never; results %s", r.results.Summary())
 	}
+	if m := r.results.Measures; m.LossPerMillion <= 0 || m.LostPerMillion <= 0 {
+		t.Errorf("loss per million %g, lost per million %g: want both above 0", m.LossPerMillion, m.LostPerMillion)
+	}
 	r.requireFaultsDone(t, 1, chaos.KindLoseUnfsynced)
 }
 
@@ -223,9 +228,94 @@ func TestE2E_JepsenLoseUnfsyncedLosesWritesWithFsyncNever(t *testing.T) {
 func TestE2E_JepsenLoseUnfsyncedIsCleanWithFsyncAlways(t *testing.T) {
 	requireFaults(t, true)
 	r := runJepsenCommand(t, "--nodes", "3", "--nemesis", "lose-unfsynced", "--fsync", "always",
-		"--time", "25s", "--nemesis-interval", "4s", "--rate", "500", "--acks", "all", "--seed", "7")
+		"--time", "25s", "--nemesis-interval", "4s", "--rate", "500", "--acks", "all", "--seed", "7",
+		"-c", "retention.ms=86400000")
 	r.requireClean(t)
 	r.requireFaultsDone(t, 1, chaos.KindLoseUnfsynced)
+	if s := r.results.Setup; s == nil || s.TopicConfigs["retention.ms"] != "86400000" || s.Fsync != "always" || s.LazyFS != "worst-case" {
+		t.Errorf("results.json setup %+v", s)
+	}
+	if !strings.Contains(r.stdout, "setup: ") || !strings.Contains(r.stdout, "topic.retention.ms=86400000") {
+		t.Errorf("output %q lacks the setup line", r.stdout)
+	}
+}
+
+// TestE2E_JepsenPowerLossOfTheLeader power-loses one partition leader
+// at a time with fsync always: each fault hits one node, the others keep
+// serving, and nothing acknowledged is lost.
+func TestE2E_JepsenPowerLossOfTheLeader(t *testing.T) {
+	requireFaults(t, true)
+	r := runJepsenCommand(t, "--nodes", "3", "--nemesis", "lose-unfsynced", "--power-targets", "leader",
+		"--fsync", "always", "--time", "25s", "--nemesis-interval", "4s", "--rate", "500", "--acks", "all", "--seed", "7")
+	r.requireClean(t)
+	r.requireFaultsDone(t, 1, chaos.KindLoseUnfsynced)
+	for _, f := range r.outcome.Faults {
+		if f.Kind == chaos.KindLoseUnfsynced && len(f.Nodes) != 1 {
+			t.Errorf("power loss of the leader hit %v: %s", f.Nodes, f.Detail)
+		}
+	}
+	if s := r.results.Setup; s == nil || !slices.Equal(s.PowerTargets, []string{"leader"}) {
+		t.Errorf("setup %+v lacks the power targets", s)
+	}
+	r.requireMeasures(t)
+}
+
+// requireMeasures asserts results.json's measures agree with the run's
+// counts: every acknowledged send counted, a fault measure per window,
+// each fault followed by an ok send on every partition.
+func (r *jepsenRun) requireMeasures(t *testing.T) {
+	t.Helper()
+	m := r.results.Measures
+	if ok := r.results.Stats.ByF[jepsen.FSend][jepsen.OK]; m.Acknowledged != ok || m.Attempted < ok {
+		t.Errorf("measures count %d acknowledged of %d, history has %d ok sends", m.Acknowledged, m.Attempted, ok)
+	}
+	if len(m.Faults) == 0 || m.AvailabilityOutside.Value <= 0 || m.OKSendsPerSecOutside <= 0 || m.LatencyP99Ns < m.LatencyP50Ns {
+		t.Errorf("measures %+v", m)
+	}
+	for i, f := range m.Faults {
+		if f.FailoverNs < 0 && i < len(m.Faults)-1 { // the last may last to the workload's end
+			t.Errorf("fault %+v: a partition never took a write again", f)
+		}
+	}
+	if !strings.Contains(r.stdout, "measures: acknowledged=") {
+		t.Errorf("output %q lacks the measures line", r.stdout)
+	}
+}
+
+// TestE2E_JepsenScriptLastReplicaStanding plays the shipped
+// last-replica-standing script on five raft-mode nodes with fsync always:
+// the script binds the roles of a partition away from the metadata
+// leader, cuts that partition's leader from its followers and
+// power-loses the leader; raft's majority elects a new leader, and
+// nothing acknowledged is lost.
+func TestE2E_JepsenScriptLastReplicaStanding(t *testing.T) {
+	requireFaults(t, true)
+	r := runJepsenCommand(t, "--nodes", "5", "--schedule", "last-replica-standing", "--fsync", "always",
+		"--time", "40s", "--rate", "500", "--acks", "all", "--seed", "7", "--server-arg=--tick-interval=50ms")
+	r.requireClean(t)
+	r.requireFaultsDone(t, 1, chaos.KindPartition, chaos.KindLoseUnfsynced)
+	var cut, loss *jepsen.FaultEvent
+	for i, f := range r.outcome.Faults {
+		switch {
+		case f.Phase != chaos.PhaseStart:
+		case f.Kind == chaos.KindPartition:
+			cut = &r.outcome.Faults[i]
+		case f.Kind == chaos.KindLoseUnfsynced:
+			loss = &r.outcome.Faults[i]
+		}
+	}
+	if cut == nil || loss == nil {
+		t.Fatalf("faults %+v", r.outcome.Faults)
+	}
+	if !strings.Contains(cut.Detail, "leader ") || len(cut.Nodes) != 3 {
+		t.Errorf("the cut acted on %v (%s), want the partition's three replicas and its roles", cut.Nodes, cut.Detail)
+	}
+	if len(loss.Nodes) != 1 || !slices.Contains(cut.Nodes, loss.Nodes[0]) {
+		t.Errorf("power loss of %v, want the cut partition's leader (cut %v)", loss.Nodes, cut.Nodes)
+	}
+	if s := r.results.Setup; s == nil || !slices.Equal(s.Nemesis, []string{"script:last-replica-standing"}) {
+		t.Errorf("setup %+v", s)
+	}
 }
 
 // jepsenConfig parses `raftq jepsen run` flags into the run's config.
@@ -274,12 +364,50 @@ func TestJepsenFlags_Config(t *testing.T) {
 	if c, err = jepsenConfig(t, "--unsafe-ack-before-commit", "--idempotent=true"); err != nil || !c.Run.Workload.Idempotent {
 		t.Errorf("an explicit --idempotent must win: %v %v", c.Run.Workload.Idempotent, err)
 	}
+	if c, err = jepsenConfig(t, "-c", "replication.mode=isr", "--config", "min.insync.replicas=2", "-c", "x=a=b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Run.Workload.TopicConfigs, map[string]string{"replication.mode": "isr", "min.insync.replicas": "2", "x": "a=b"}; !maps.Equal(got, want) {
+		t.Errorf("topic configs %v, want %v", got, want)
+	}
+	if c, err = jepsenConfig(t); err != nil || c.Run.Workload.TopicConfigs != nil {
+		t.Errorf("no -c: topic configs %v, %v", c.Run.Workload.TopicConfigs, err)
+	}
+	if c, err = jepsenConfig(t, "--nemesis", "lose-unfsynced", "--power-targets", "leader,one"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Schedule.PowerTargets; !slices.Equal(got, []chaos.Target{chaos.TargetLeader, chaos.TargetOne}) {
+		t.Errorf("power targets %v", got)
+	}
+	if c, err = jepsenConfig(t); err != nil || !slices.Equal(c.Schedule.PowerTargets, []chaos.Target{chaos.TargetAll}) {
+		t.Errorf("default power targets %v, %v", c.Schedule.PowerTargets, err)
+	}
+	if c, err = jepsenConfig(t, "--lazyfs-writeback", "30s"); err != nil || c.Writeback != 30*time.Second {
+		t.Errorf("--lazyfs-writeback 30s: %s, %v", c.Writeback, err)
+	}
+	if c, err = jepsenConfig(t, "--nodes", "5", "--time", "45s", "--schedule", "last-replica-standing"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Script == nil || c.Script.Name != "last-replica-standing" || len(c.Schedule.Kinds) != 0 {
+		t.Errorf("--schedule: script %v kinds %v", c.Script, c.Schedule.Kinds)
+	}
+	for _, bad := range [][]string{
+		{"--nodes", "3", "--time", "45s", "--schedule", "last-replica-standing"},
+		{"--nodes", "5", "--time", "20s", "--schedule", "unclean-election"},
+		{"--nodes", "5", "--time", "45s", "--schedule", "unclean-election", "--nemesis", "kill"},
+		{"--schedule", "no-such-file.json"},
+	} {
+		var ue usageError
+		if _, err := jepsenConfig(t, bad...); !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", bad, err)
+		}
+	}
 	if c, err = jepsenConfig(t, "--acks", "1"); err != nil || c.Run.Workload.Acks != jepsen.AcksLeader || c.Run.Workload.Idempotent {
 		t.Errorf("acks=1: %s idempotent %v %v", c.Run.Workload.Acks, c.Run.Workload.Idempotent, err)
 	}
 	for _, bad := range [][]string{
 		{"--nemesis", "membership"}, {"--nemesis", "flood"}, {"--fsync", "sometimes"}, {"--acks", "2"},
-		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--nodes", "0"},
+		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--power-targets", "half"}, {"--lazyfs-writeback", "-1s"}, {"--nodes", "0"}, {"-c", "novalue"}, {"-c", "=v"},
 	} {
 		var ue usageError
 		if _, err := jepsenConfig(t, bad...); !errors.As(err, &ue) {

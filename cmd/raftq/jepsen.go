@@ -22,10 +22,13 @@ type jepsenFlags struct {
 	cfg         jepsen.RaftqConfig
 	nemeses     []string
 	targets     []string
+	power       []string
 	shapes      []string
 	acks        string
 	concurrency int
 	rf          int16
+	configs     []string
+	schedule    string
 	logLevel    string
 	now         func() time.Time
 }
@@ -35,6 +38,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	c, w, s := &f.cfg, &f.cfg.Run.Workload, &f.cfg.Schedule
 	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "raftq server processes to run")
 	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced (comma separated; none for no faults)")
+	fs.StringVar(&f.schedule, "schedule", "", "fault script (JSON file, or a shipped one: "+strings.Join(jepsen.ShippedScripts(), ", ")+") instead of a random schedule; see jepsen/schedules/README.md")
 	fs.DurationVar(&w.Duration, "time", 120*time.Second, "how long the workload and the faults run")
 	fs.Float64Var(&w.Rate, "rate", w.Rate, "operations per second, all processes together")
 	fs.StringVar(&f.acks, "acks", "all", "producer acks: all, 1 or 0")
@@ -44,9 +48,11 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.StringVar(&c.Binary, "binary", "", "raftq executable the nodes run (default: this executable)")
 	fs.Int32Var(&w.Partitions, "partitions", w.Partitions, "partitions of the test topic")
 	fs.Int16Var(&f.rf, "replication-factor", 0, "replication factor of the test topic (default: min(3, nodes))")
+	fs.StringArrayVarP(&f.configs, "config", "c", nil, "topic config key=value of the test topic (repeatable), e.g. -c replication.mode=isr -c min.insync.replicas=2")
 	fs.IntVar(&f.concurrency, "concurrency", w.Producers+w.Consumers, "client processes: two thirds produce, the rest poll")
 	fs.DurationVar(&s.Interval, "nemesis-interval", s.Interval, "mean time between faults of one kind, and mean fault length")
 	fs.StringSliceVar(&f.targets, "kill-targets", targetNames(s.Targets), "nodes kill and pause hit: one, minority, majority, all, leader")
+	fs.StringSliceVar(&f.power, "power-targets", targetNames(s.PowerTargets), "nodes lose-unfsynced power-loses: all, one, minority, majority, leader (of a partition of the test topic)")
 	fs.StringSliceVar(&f.shapes, "partition-shapes", shapeNames(s.Shapes), "partitions: majority-minority, isolate-one, isolate-leader, bridge, majorities-ring")
 	fs.BoolVar(&w.Idempotent, "idempotent", true, "idempotent producers (default false with --unsafe-ack-before-commit)")
 	fs.StringVar(&w.PollMode, "poll-mode", w.PollMode, "consumers: assign (seek) or subscribe (consumer groups)")
@@ -54,6 +60,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.DurationVar(&w.FinalReadTimeout, "final-read-timeout", w.FinalReadTimeout, "bound on reading each partition after the heal")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "bound on the cluster becoming healthy at start and after the heal")
 	fs.StringArrayVar(&c.ServerArgs, "server-arg", nil, "extra raftq server flag for every node, e.g. --server-arg=--tick-interval=50ms (repeatable)")
+	fs.DurationVar(&c.Writeback, "lazyfs-writeback", 0, "power-loss model: 0 loses every write not fsynced (the worst case); an age, e.g. 30s as on Linux, keeps files dirty for longer than it (they were written back)")
 	fs.BoolVar(&c.KeepData, "keep-data", false, "keep the nodes' data directories in the report")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "harness log level on stderr: debug, info, warn or error")
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "nodes answer acks=all before commit (to test the checkers)")
@@ -91,7 +98,7 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	c := f.cfg
 	w, s := &c.Run.Workload, &c.Schedule
 	w.Seed = s.Seed
-	s.Kinds, s.Targets, s.Shapes = nil, nil, nil
+	s.Kinds, s.Targets, s.Shapes, s.PowerTargets = nil, nil, nil, nil
 	for _, n := range f.nemeses {
 		if n != "none" && n != "" {
 			s.Kinds = append(s.Kinds, chaos.Kind(n))
@@ -99,6 +106,9 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	for _, t := range f.targets {
 		s.Targets = append(s.Targets, chaos.Target(t))
+	}
+	for _, t := range f.power {
+		s.PowerTargets = append(s.PowerTargets, chaos.Target(t))
 	}
 	for _, sh := range f.shapes {
 		s.Shapes = append(s.Shapes, chaos.Shape(sh))
@@ -121,6 +131,17 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	w.Producers = (2*f.concurrency + 2) / 3
 	w.Consumers = f.concurrency - w.Producers
+	configs, err := parseTopicConfigs(f.configs)
+	if err != nil {
+		return c, err
+	}
+	w.TopicConfigs = nil
+	for k, v := range configs {
+		if w.TopicConfigs == nil {
+			w.TopicConfigs = map[string]string{}
+		}
+		w.TopicConfigs[k] = *v
+	}
 	w.ReplicationFactor = f.rf
 	if f.rf == 0 {
 		w.ReplicationFactor = int16(min(3, c.Nodes))
@@ -142,6 +163,27 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	if err := c.Run.Validate(); err != nil {
 		return c, usageError{err}
 	}
+	if f.schedule != "" {
+		if fs.Changed("nemesis") {
+			return c, usageError{errors.New("--schedule and --nemesis: give one")}
+		}
+		sc, err := jepsen.LoadScript(f.schedule)
+		if err != nil {
+			return c, usageError{err}
+		}
+		c.Script, s.Kinds = &sc, nil
+		if err := c.Validate(); err != nil {
+			return c, usageError{err}
+		}
+		ids := make([]int, c.Nodes)
+		for i := range ids {
+			ids[i] = i + 1
+		}
+		if _, err := sc.Schedule(ids); err != nil {
+			return c, usageError{err}
+		}
+		return c, nil
+	}
 	if len(s.Kinds) > 0 {
 		probe := *s
 		probe.Duration, probe.Nodes = w.Duration, make([]int, c.Nodes)
@@ -156,7 +198,7 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 }
 
 func runJepsen(ctx context.Context, e *env, args []string) error {
-	return runSubcommand(ctx, e, args, []subcommand{{"run", runJepsenRun}, {"check", runJepsenCheck}})
+	return runSubcommand(ctx, e, args, []subcommand{{"run", runJepsenRun}, {"check", runJepsenCheck}, {"matrix", runJepsenMatrix}})
 }
 
 // runJepsenRun is `raftq jepsen run`: a whole test against a fresh cluster.
@@ -183,7 +225,7 @@ func runJepsenRun(ctx context.Context, e *env, args []string) error {
 // its verdict.
 var errJepsenFailed = errors.New("the run did not pass")
 
-// reportJepsen prints the one-line verdict and the report path, and
+// reportJepsen prints the one-line verdict, the report path and the setup line, and
 // returns an error (a non-zero exit) unless every checker passed, the
 // run went through and no node crashed on its own.
 func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runErr error) error {
@@ -198,7 +240,8 @@ func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runE
 		extra = fmt.Sprintf("; %d node crash(es), see %s", n, filepath.Join(cfg.Run.ReportDir, jepsen.NemesisFile))
 	}
 	problems := printVerdict(e, cfg.Run.ReportDir, out.Results, extra)
-	fmt.Fprintf(e.stdout, "setup: %s\n", setupLine(jepsenSetup(cfg, nil)))
+	fmt.Fprintf(e.stdout, "measures: %s\n", out.Results.Measures)
+	fmt.Fprintf(e.stdout, "setup: %s durability=%s\n", out.Setup, jepsenDurability(cfg))
 	if len(out.Crashes) > 0 {
 		problems = append(problems, "nodes crashed")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/raftq/raftq/jepsen"
@@ -35,5 +36,10 @@ func runJepsenCheck(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return failedRun(printVerdict(e, dir, res, ""))
+	problems := printVerdict(e, dir, res, "")
+	fmt.Fprintf(e.stdout, "measures: %s\n", res.Measures)
+	if res.Setup != nil {
+		fmt.Fprintf(e.stdout, "setup: %s\n", res.Setup)
+	}
+	return failedRun(problems)
 }

@@ -82,7 +82,8 @@ func TestJepsenCheck_GivesTheRunsVerdictAndRewritesTheReport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0 for a passing run", code)
 	}
-	wantOut := "jepsen: " + want.Summary() + "\nreport: " + filepath.Join(dir, jepsen.IndexFile) + "\n"
+	wantOut := "jepsen: " + want.Summary() + "\nreport: " + filepath.Join(dir, jepsen.IndexFile) + "\n" +
+		"measures: " + want.Measures.String() + "\n"
 	if out != wantOut {
 		t.Errorf("output %q, want the run's %q", out, wantOut)
 	}

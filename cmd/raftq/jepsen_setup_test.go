@@ -6,22 +6,20 @@ import (
 	"github.com/raftq/raftq/jepsen"
 )
 
-// A jepsen run's setup names its durability: the nodes' --fsync for the
-// default raft topic, the flush configs for an isr one.
-func TestJepsenSetup(t *testing.T) {
+// A jepsen run names its durability: the nodes' --fsync for the default
+// raft topic, the flush configs for an isr one.
+func TestJepsenDurability(t *testing.T) {
 	c := jepsen.DefaultRaftqConfig()
 	c.Fsync = jepsen.FsyncNever
-	c.Run.Workload.ReplicationFactor = 3
-	got := jepsenSetup(c, nil)
-	want := map[string]string{"nodes": "5", "raftq.fsync": "never", "acks": "all", "topic.replication.factor": "3",
-		"topic.replication.mode": "raft", "durability": "raft:fsync-never"}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("setup %s = %q, want %q (%v)", k, got[k], v, got)
-		}
+	if got := jepsenDurability(c); got != "raft:fsync-never" {
+		t.Errorf("raft run: %q", got)
 	}
-	isr := jepsenSetup(c, map[string]string{"replication.mode": "isr", "min.insync.replicas": "2"})
-	if isr["durability"] != "isr:flush-never(kafka-default)" || isr["topic.min.insync.replicas"] != "2" {
-		t.Errorf("an isr run's setup %v", isr)
+	c.Run.Workload.TopicConfigs = map[string]string{"replication.mode": "isr", "min.insync.replicas": "2"}
+	if got := jepsenDurability(c); got != "isr:flush-never(kafka-default)" {
+		t.Errorf("isr run: %q", got)
+	}
+	c.Run.Workload.TopicConfigs["flush.messages"] = "1"
+	if got := jepsenDurability(c); got != "isr:flush.messages=1" {
+		t.Errorf("isr run with flush.messages=1: %q", got)
 	}
 }

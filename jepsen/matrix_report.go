@@ -1,0 +1,121 @@
+package jepsen
+
+import (
+	"fmt"
+	"html/template"
+	"image/color"
+	"io"
+	"path/filepath"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Matrix report files in MatrixConfig.Dir, beside matrix.md.
+const (
+	MatrixIndex            = "matrix.html"
+	MatrixLossAvailability = "loss-availability.png"
+	MatrixCost             = "throughput-p99.png"
+)
+
+// modeColors tells the modes apart in the matrix plots, in MatrixModes'
+// order; more modes reuse them with other glyphs.
+var modeColors = []color.Color{
+	color.RGBA{0x1b, 0x9e, 0x77, 0xff}, color.RGBA{0xd9, 0x5f, 0x02, 0xff}, color.RGBA{0x75, 0x70, 0xb3, 0xff},
+	color.RGBA{0xe7, 0x29, 0x8a, 0xff}, color.RGBA{0x66, 0xa6, 0x1e, 0xff}, color.RGBA{0xe6, 0xab, 0x02, 0xff},
+	color.RGBA{0xa6, 0x76, 0x1d, 0xff}, color.RGBA{0x66, 0x66, 0x66, 0xff},
+}
+
+var modeGlyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}}
+
+// plotMatrix draws one point per cell run of each mode, at x and y of
+// its measures, and saves it to path.
+func plotMatrix(title, xlabel, ylabel, path string, modes []Mode, cells []MatrixCell, xy func(*Measures) (float64, float64)) error {
+	p := newPlot(title, xlabel, ylabel)
+	for i, m := range modes {
+		var pts plotter.XYs
+		for _, c := range cells {
+			if c.Mode == m.Name && c.Measures != nil {
+				x, y := xy(c.Measures)
+				pts = append(pts, plotter.XY{X: x, Y: y})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		s, err := plotter.NewScatter(pts)
+		if err != nil {
+			return fmt.Errorf("plot %s %s: %w", title, m.Name, err)
+		}
+		s.GlyphStyle.Color = modeColors[i%len(modeColors)]
+		s.GlyphStyle.Shape = modeGlyphs[(i/len(modeColors))%len(modeGlyphs)]
+		s.GlyphStyle.Radius = vg.Points(4)
+		p.Add(s)
+		p.Legend.Add(m.Name, s)
+	}
+	return save(p, path)
+}
+
+// writeMatrixReport writes the plots and matrix.html: the table with a
+// link from every cell run to its own report (whose throughput plot is
+// the cell's timeline of ok and failed sends, faults shaded).
+func writeMatrixReport(dir string, modes []Mode, nemeses []Nemesis, cells []MatrixCell) error {
+	err := plotMatrix("Loss against availability, one point per cell run", "availability during faults (ok sends / sends)",
+		"acknowledged writes lost per million", filepath.Join(dir, MatrixLossAvailability), modes, cells,
+		func(m *Measures) (float64, float64) { return m.AvailabilityFaults.Value, m.LossPerMillion })
+	if err != nil {
+		return err
+	}
+	err = plotMatrix("Cost outside faults, one point per cell run", "ok sends/s outside faults", "p99 send latency outside faults (ms)",
+		filepath.Join(dir, MatrixCost), modes, cells,
+		func(m *Measures) (float64, float64) { return m.OKSendsPerSecOutside, float64(m.LatencyP99Ns) / 1e6 })
+	if err != nil {
+		return err
+	}
+	type link struct {
+		Text, Href string
+	}
+	type row struct {
+		Mode  string
+		Cells [][]link
+	}
+	d := struct {
+		Nemeses       []Nemesis
+		Modes         []Mode
+		Rows          []row
+		Plots         []string
+		Disagreements []string
+	}{Nemeses: nemeses, Modes: modes, Plots: []string{MatrixLossAvailability, MatrixCost}}
+	for _, m := range modes {
+		r := row{Mode: m.Name}
+		for _, n := range nemeses {
+			var ls []link
+			for _, c := range cells {
+				if c.Mode == m.Name && c.Nemesis == n.Name {
+					ls = append(ls, link{Text: c.cellText(), Href: filepath.ToSlash(filepath.Join(c.Dir, IndexFile))})
+				}
+			}
+			r.Cells = append(r.Cells, ls)
+		}
+		d.Rows = append(d.Rows, r)
+	}
+	d.Disagreements = disagreements(cells)
+	return writeFile(filepath.Join(dir, MatrixIndex), func(w io.Writer) error { return matrixTmpl.Execute(w, d) })
+}
+
+var matrixTmpl = template.Must(template.New("matrix").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>raftq replication-mode matrix</title>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:90%}</style>
+</head><body>
+<h1>raftq replication-mode matrix</h1>
+<table><tr><th>mode</th>{{range .Nemeses}}<th>{{.Name}} ({{.Nodes}} nodes)</th>{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Mode}}</th>{{range .Cells}}<td>{{range .}}<a href="{{.Href}}">{{.Text}}</a><br>{{end}}</td>{{end}}</tr>
+{{end}}</table>
+<p>Each cell: the checkers' verdict, the measured class (L: acknowledged writes lost; U: under half the sends during faults ok; ok), loss per million acknowledged, availability during faults, failover p50 (and max), and ISR-NOTES §4.3's expected outcome. Each links to the cell's report: its throughput plot is the timeline of ok and failed sends with the faults shaded.</p>
+<ul>{{range .Modes}}<li>{{.Name}}: {{.Doc}}</li>{{end}}{{range .Nemeses}}<li>{{.Name}}: {{.Doc}}</li>{{end}}</ul>
+{{if .Disagreements}}<h2>Disagreements and failed runs</h2><ul>{{range .Disagreements}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<h2>Plots</h2>
+{{range .Plots}}<p><img src="{{.}}" alt="{{.}}"></p>{{end}}
+</body></html>
+`))

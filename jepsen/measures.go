@@ -1,0 +1,311 @@
+package jepsen
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Measures are the figures of a run that the replication-mode matrix
+// compares, all computed from the history and the checkers' counts:
+//
+//   - Acknowledged: ok sends. Attempted: sends invoked.
+//   - Lost, Unseen, Duplicated, Reordered and Inconsistent are the
+//     lost-write, unseen, duplicate, nonmonotonic-send plus
+//     nonmonotonic-poll, and inconsistent-offsets anomaly counts; each
+//     *PerMillion is that count per million acknowledged sends. Loss is
+//     unseen plus inconsistent-offsets: acknowledged values missing from
+//     every read (lost-write is a subset of unseen) and offsets whose
+//     acknowledged value was replaced.
+//   - A fault window runs from the invocation of a fault's start to the
+//     completion of its stop (or the end of the history). A send is in a
+//     window when it was invoked in it. Availability is ok sends over
+//     sends attempted, overall, in any window, outside every window, and
+//     per window.
+//   - Failover of a fault, per partition: from the window's start to the
+//     completion of the first ok send to that partition invoked once the
+//     fault had taken effect (its start completed: a partition's rules
+//     are in, a killed node is reaped), so that a send answered before
+//     the fault bit does not count; -1 when sends were invoked then and none was
+//     ok (a fault that lasts to the end of the workload); a partition
+//     nothing was sent to after it is left out. The fault's failover is
+//     the largest over those partitions (the time until every partition
+//     took writes again; the partition a leader fault hit is the slow
+//     one), -1 if any never recovered, 0 with none.
+//   - Throughput: ok sends per second over the time sends ran, and
+//     outside windows per second of that time not in any window.
+//     Latency: p50 and p99 (nearest rank) of ok sends invoked outside
+//     every window.
+type Measures struct {
+	Acknowledged int `json:"acknowledged"`
+	Attempted    int `json:"attempted"`
+
+	Lost         int `json:"lost"`
+	Unseen       int `json:"unseen"`
+	Duplicated   int `json:"duplicated"`
+	Reordered    int `json:"reordered"`
+	Inconsistent int `json:"inconsistent_offsets"`
+	Loss         int `json:"loss"`
+
+	LostPerMillion         float64 `json:"lost_per_million"`
+	UnseenPerMillion       float64 `json:"unseen_per_million"`
+	DuplicatedPerMillion   float64 `json:"duplicated_per_million"`
+	ReorderedPerMillion    float64 `json:"reordered_per_million"`
+	InconsistentPerMillion float64 `json:"inconsistent_offsets_per_million"`
+	LossPerMillion         float64 `json:"loss_per_million"`
+
+	Availability        Ratio `json:"availability"`
+	AvailabilityFaults  Ratio `json:"availability_during_faults"`
+	AvailabilityOutside Ratio `json:"availability_outside_faults"`
+
+	Faults []FaultMeasure `json:"faults,omitempty"`
+
+	OKSendsPerSec        float64 `json:"ok_sends_per_sec"`
+	OKSendsPerSecOutside float64 `json:"ok_sends_per_sec_outside_faults"`
+	LatencyP50Ns         int64   `json:"send_latency_p50_ns_outside_faults"`
+	LatencyP99Ns         int64   `json:"send_latency_p99_ns_outside_faults"`
+}
+
+// Ratio is ok sends over sends attempted; Value is 0 when none was.
+type Ratio struct {
+	OK        int     `json:"ok"`
+	Attempted int     `json:"attempted"`
+	Value     float64 `json:"value"`
+}
+
+func (r *Ratio) add(ok bool) {
+	r.Attempted++
+	if ok {
+		r.OK++
+	}
+	r.Value = float64(r.OK) / float64(r.Attempted)
+}
+
+// FaultMeasure is one fault window's figures.
+type FaultMeasure struct {
+	Nemesis      string `json:"nemesis"`
+	StartNs      int64  `json:"start_ns"`
+	EndNs        int64  `json:"end_ns"`
+	Availability Ratio  `json:"availability"`
+	// FailoverNs is the largest of FailoverByPartition, or -1 when a
+	// partition never took an ok send after the fault started.
+	FailoverNs          int64            `json:"failover_ns"`
+	FailoverByPartition map[string]int64 `json:"failover_ns_by_partition"`
+}
+
+// window is a fault's span in the history, in ns; effect is when its
+// start completed.
+type window struct {
+	nemesis            string
+	start, effect, end int64
+}
+
+// faultWindows lists the faults of h: each start's invocation to the
+// completion of the next stop of the same nemesis, or the history's end.
+func faultWindows(h History) []window {
+	var out []window
+	open := map[string]int{}
+	end := int64(0)
+	if len(h) > 0 {
+		end = h[len(h)-1].Time
+	}
+	for _, op := range h {
+		if op.Process != NemesisProcess {
+			continue
+		}
+		switch {
+		case op.F == FStart && op.Type == Invoke:
+			if _, running := open[op.Nemesis]; !running {
+				open[op.Nemesis] = len(out)
+				out = append(out, window{nemesis: op.Nemesis, start: op.Time, effect: op.Time, end: end})
+			}
+		case op.F == FStart:
+			if i, ok := open[op.Nemesis]; ok {
+				out[i].effect = op.Time
+			}
+		case op.F == FStop && op.Type != Invoke:
+			if i, ok := open[op.Nemesis]; ok {
+				out[i].end = op.Time
+				delete(open, op.Nemesis)
+			}
+		}
+	}
+	return out
+}
+
+func (w window) holds(t int64) bool { return t >= w.start && t < w.end }
+
+// measure computes the Measures of an analyzed history and its checkers.
+func measure(a *analysis, checkers []CheckerResult) Measures {
+	count := func(name string) int {
+		for _, c := range checkers {
+			if c.Name == name {
+				return c.Count
+			}
+		}
+		return 0
+	}
+	m := Measures{
+		Lost: count(CheckLostWrite), Unseen: count(CheckUnseen), Duplicated: count(CheckDuplicate),
+		Reordered:    count(CheckNonmonotonicSend) + count(CheckNonmonotonicPoll),
+		Inconsistent: count(CheckInconsistent),
+	}
+	m.Loss = m.Unseen + m.Inconsistent
+	wins := faultWindows(a.h)
+	m.Faults = make([]FaultMeasure, len(wins))
+	for i, w := range wins {
+		m.Faults[i] = FaultMeasure{Nemesis: w.nemesis, StartNs: w.start, EndNs: w.end}
+	}
+	var outsideLat []int64
+	first, last := int64(-1), int64(0)
+	for _, p := range a.pairs {
+		if p.inv.F != FSend || p.inv.Send == nil {
+			continue
+		}
+		ok := p.typ() == OK
+		m.Availability.add(ok)
+		if first < 0 {
+			first = p.inv.Time
+		}
+		in := false
+		for i, w := range wins {
+			if w.holds(p.inv.Time) {
+				in = true
+				m.Faults[i].Availability.add(ok)
+			}
+		}
+		if in {
+			m.AvailabilityFaults.add(ok)
+		} else {
+			m.AvailabilityOutside.add(ok)
+		}
+		if ok {
+			last = max(last, p.comp.Time)
+			if !in {
+				outsideLat = append(outsideLat, p.comp.Time-p.inv.Time)
+			}
+		}
+	}
+	m.Attempted, m.Acknowledged = m.Availability.Attempted, m.Availability.OK
+	m.perMillion()
+	m.failovers(a, wins)
+	if span := last - first; first >= 0 && span > 0 {
+		m.OKSendsPerSec = float64(m.Acknowledged) / (float64(span) / 1e9)
+		if out := span - covered(wins, first, last); out > 0 {
+			m.OKSendsPerSecOutside = float64(len(outsideLat)) / (float64(out) / 1e9)
+		}
+	}
+	m.LatencyP50Ns, m.LatencyP99Ns = percentile(outsideLat, 50), percentile(outsideLat, 99)
+	return m
+}
+
+func (m *Measures) perMillion() {
+	if m.Acknowledged == 0 {
+		return
+	}
+	pm := func(n int) float64 { return float64(n) * 1e6 / float64(m.Acknowledged) }
+	m.LostPerMillion, m.UnseenPerMillion, m.DuplicatedPerMillion = pm(m.Lost), pm(m.Unseen), pm(m.Duplicated)
+	m.ReorderedPerMillion, m.InconsistentPerMillion, m.LossPerMillion = pm(m.Reordered), pm(m.Inconsistent), pm(m.Loss)
+}
+
+// failovers fills in each fault's failover times.
+func (m *Measures) failovers(a *analysis, wins []window) {
+	var parts []TP
+	for _, s := range a.sends {
+		if tp := s.v.TP(); !slices.Contains(parts, tp) {
+			parts = append(parts, tp)
+		}
+	}
+	for i, w := range wins {
+		fm := &m.Faults[i]
+		fm.FailoverByPartition = map[string]int64{}
+		fm.FailoverNs = 0
+		for _, tp := range parts {
+			d, tried := firstOKAfter(a, tp, w.start, w.effect)
+			if !tried {
+				continue // nothing was sent there after the fault began
+			}
+			fm.FailoverByPartition[tp.String()] = d
+			if d < 0 || fm.FailoverNs < 0 {
+				fm.FailoverNs = -1
+			} else {
+				fm.FailoverNs = max(fm.FailoverNs, d)
+			}
+		}
+	}
+}
+
+// firstOKAfter is the time from start to the completion of the first ok
+// send to tp invoked at or after effect, or -1; tried says whether any
+// send to tp was invoked then.
+func firstOKAfter(a *analysis, tp TP, start, effect int64) (d int64, tried bool) {
+	best := int64(-1)
+	for _, s := range a.sends {
+		if s.v.TP() != tp || s.inv.Time < effect {
+			continue
+		}
+		tried = true
+		if s.typ() != OK {
+			continue
+		}
+		if d := s.comp.Time - start; best < 0 || d < best {
+			best = d
+		}
+	}
+	return best, tried
+}
+
+// covered is the length of the union of the windows within [from, to].
+func covered(wins []window, from, to int64) int64 {
+	ws := slices.Clone(wins)
+	sort.Slice(ws, func(i, j int) bool { return ws[i].start < ws[j].start })
+	var total int64
+	cur := from
+	for _, w := range ws {
+		s, e := max(w.start, cur), min(w.end, to)
+		if e > s {
+			total += e - s
+			cur = e
+		}
+	}
+	return total
+}
+
+// percentile is the nearest-rank p-th percentile of xs, 0 for none.
+func percentile(xs []int64, p int) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := (p*len(s) + 99) / 100 // ceil(p/100 * n)
+	return s[max(rank, 1)-1]
+}
+
+// String is the one-line summary `raftq jepsen run` prints: loss per
+// million acknowledged, availability in and out of faults, failover p50
+// and max over the faults, throughput and latency outside faults.
+func (m Measures) String() string {
+	var fo []int64
+	never := 0
+	for _, f := range m.Faults {
+		if f.FailoverNs < 0 {
+			never++
+			continue
+		}
+		fo = append(fo, f.FailoverNs)
+	}
+	s := fmt.Sprintf("acknowledged=%d loss/M=%.0f lost/M=%.0f duplicated/M=%.0f reordered/M=%.0f inconsistent/M=%.0f "+
+		"availability=%.3f during-faults=%.3f outside=%.3f",
+		m.Acknowledged, m.LossPerMillion, m.LostPerMillion, m.DuplicatedPerMillion, m.ReorderedPerMillion,
+		m.InconsistentPerMillion, m.Availability.Value, m.AvailabilityFaults.Value, m.AvailabilityOutside.Value)
+	if len(m.Faults) > 0 {
+		s += fmt.Sprintf(" failover-p50=%s failover-max=%s", time.Duration(percentile(fo, 50)), time.Duration(slices.Max(append(fo, 0))))
+		if never > 0 {
+			s += fmt.Sprintf(" never-recovered=%d", never)
+		}
+	}
+	return s + fmt.Sprintf(" ok-sends/s-outside=%.0f p50=%s p99=%s", m.OKSendsPerSecOutside,
+		time.Duration(m.LatencyP50Ns), time.Duration(m.LatencyP99Ns))
+}
