@@ -283,10 +283,15 @@ func (p *Partition) Leadership() (leader uint64, epoch int32, isLeader bool) {
 // Epochs lists the leader epochs in the log and where each starts.
 func (p *Partition) Epochs() []partition.EpochStart { return p.log.Epochs() }
 
-// EndOffsetFor answers a consumer's OffsetForLeaderEpoch (clamped to the
-// HW, KIP-392).
+// EndOffsetFor answers a consumer's OffsetForLeaderEpoch, which the broker
+// serves on the leader only. It is not clamped to the HW: a new leader's
+// HW lags the epoch's start until its followers fetch, and an answer
+// below a consumer's position would make the consumer think its records
+// were truncated and reset (franz-go does, to the answer or the start).
+// Kafka's leader answers from its log too; KIP-392's clamp is for
+// followers, which do not answer here.
 func (p *Partition) EndOffsetFor(epoch int32) (int32, int64) {
-	return p.log.EndOffsetFor(epoch, true)
+	return p.log.EndOffsetFor(epoch, false)
 }
 
 // CaughtUp reports whether this replica leads epoch and its HW has reached

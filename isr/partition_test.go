@@ -180,3 +180,27 @@ func flushPolicyOf(cfgs map[string]string) FlushPolicy {
 	}
 	return FlushPolicy{}
 }
+
+// A leader answers a consumer's OffsetForLeaderEpoch from its log, not
+// clamped to its HW: a new leader's HW lags until its followers fetch in
+// the new epoch, and an answer below a consumer's position is, to the
+// consumer, a truncation, after which it resets.
+func TestCluster_LeaderAnswersEpochEndsBeyondItsHW(t *testing.T) {
+	c := newTestCluster(t, 3, map[string]string{"min.insync.replicas": "2"})
+	c.eventually("node 1 leads", func() bool { _, _, l := c.node(1).p.Leadership(); return l })
+	c.mustProduce(1, "x", "y")
+	c.setCut(1, 2, true)
+	c.setCut(1, 3, true)
+	b := testBatch(-1, 0, "beyond the HW")
+	info, _ := validate(t, b)
+	p := c.node(1).p
+	if _, err := p.Append(b, info, false); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.Log().HighWatermark(); hw != 2 {
+		t.Fatalf("HW %d, want 2", hw)
+	}
+	if e, end := p.EndOffsetFor(0); e != 0 || end != 3 {
+		t.Fatalf("epoch 0 ends at (%d, %d), want (0, 3): the log's end, past the HW", e, end)
+	}
+}
