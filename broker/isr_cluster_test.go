@@ -444,3 +444,40 @@ func underReplicatedGauge(t *testing.T, n *Node, mode string) float64 {
 	t.Fatalf("no raftq_under_replicated_partitions{mode=%q}", mode)
 	return 0
 }
+
+// An ISR topic takes compression.type and message.timestamp.type as a
+// raft topic does: the leader recompresses and stamps each batch before
+// it appends it, followers copy the bytes, and consumers read the append
+// time.
+func TestISR_LogAppendTimeAndCompression(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	mode, typ, zstd, minISR := coordinator.ModeISR, "LogAppendTime", "zstd", "2"
+	res, err := kadm.NewClient(cl).CreateTopic(testCtx(t), 1, 3, map[string]*string{"replication.mode": &mode,
+		"min.insync.replicas": &minISR, "message.timestamp.type": &typ, "compression.type": &zstd}, "isrlat")
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := time.Now().Truncate(time.Millisecond)
+	pr := cl.ProduceSync(testCtx(t), &kgo.Record{Topic: "isrlat", Value: []byte("a"), Timestamp: old},
+		&kgo.Record{Topic: "isrlat", Value: []byte("b"), Timestamp: old})
+	if err := pr.FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	for _, r := range consumeAll(t, c, "isrlat", 0, 2) {
+		if r.Timestamp.Before(before) || r.Timestamp.After(after) || r.Attrs.TimestampType() != 1 {
+			t.Errorf("record %q: timestamp %v of type %d, want the append time (type 1)", r.Value, r.Timestamp, r.Attrs.TimestampType())
+		}
+	}
+	c.everyLog(t, "every replica to hold the batch", "isrlat", 0, func(l *partition.Log) bool { return l.HighWatermark() == 2 })
+	for id, n := range c.nodes {
+		if got := codecs(t, logOf(n.replicaFor("isrlat", 0)), 0); len(got) != 1 || got[0] != partition.CodecZstd {
+			t.Errorf("node %d stores codecs %v, want one zstd batch", id, got)
+		}
+	}
+}
