@@ -156,6 +156,7 @@ func (n *Node) startController() error {
 		DeadAfter:             3 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval,
 		LeaderBalanceInterval: n.cfg.LeaderBalanceInterval,
 		Connected:             func(id uint64) bool { return n.peer.Stats().Peers[id].Connected },
+		LastHeard:             func(id uint64) time.Time { return n.peer.Stats().Peers[id].LastHeard },
 		Local:                 n.localReplicas,
 		Reconcile:             n.reconcile,
 		ReconcileInterval:     5 * time.Second,

@@ -52,6 +52,12 @@ type ControllerConfig struct {
 	EligibleLeaderReplicas bool
 	// Connected reports whether this node hears from node id now.
 	Connected func(id uint64) bool
+	// LastHeard, if set, is when the node last heard from broker id (zero:
+	// never). A node that becomes the metadata leader counts a broker it
+	// is not connected to as silent since then, not since its own
+	// election, so that the death of the old metadata leader's node is
+	// not noticed an election later than any other node's.
+	LastHeard func(id uint64) time.Time
 	// Local lists the partition replicas this node hosts.
 	Local func() []LocalReplica
 	// Reconcile brings the node's replicas to a metadata state. The

@@ -163,7 +163,7 @@ func (c *Controller) updateLiveness(ctx context.Context, lastHeard map[uint64]ti
 		if id == c.cfg.NodeID || c.cfg.Connected(id) {
 			lastHeard[id] = now
 		} else if _, ok := lastHeard[id]; !ok {
-			lastHeard[id] = now // grace period from when we became leader
+			lastHeard[id] = c.silentSince(id, now)
 		}
 		alive := now.Sub(lastHeard[id]) < c.cfg.DeadAfter
 		if alive == b.Alive {
@@ -205,4 +205,17 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 		cancel()
 		c.log.Info("leader balance", "group", r.Group(), "to", preferred, "err", err)
 	}
+}
+
+// silentSince is when broker id, which this new metadata leader is not
+// connected to, was last heard from: what the node's transport knows, or
+// now (a grace period from the election) if it never heard from it.
+func (c *Controller) silentSince(id uint64, now time.Time) time.Time {
+	if c.cfg.LastHeard == nil {
+		return now
+	}
+	if t := c.cfg.LastHeard(id); !t.IsZero() && t.Before(now) {
+		return t
+	}
+	return now
 }

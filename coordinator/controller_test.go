@@ -261,3 +261,33 @@ func TestController_SyncsEligibleLeaderReplicas(t *testing.T) {
 		waitFor(t, "the flag's value back", func() bool { return m.View().EligibleLeaderReplicas == want })
 	}
 }
+
+// A new metadata leader counts a broker it is not connected to as silent
+// since its transport last heard from it, so that the death of the old
+// metadata leader's node costs no extra grace period: DeadAfter runs from
+// the death, not from the election.
+func TestController_SilentSinceTheTransportLastHeard(t *testing.T) {
+	now := time.Now()
+	heard := now.Add(-2 * time.Second)
+	c := &Controller{cfg: ControllerConfig{LastHeard: func(id uint64) time.Time {
+		switch id {
+		case 2:
+			return heard
+		case 3:
+			return now.Add(time.Second) // a clock step: not in the past
+		}
+		return time.Time{}
+	}}}
+	for _, tc := range []struct {
+		id   uint64
+		want time.Time
+	}{{2, heard}, {3, now}, {4, now}} {
+		if got := c.silentSince(tc.id, now); !got.Equal(tc.want) {
+			t.Errorf("broker %d silent since %v, want %v", tc.id, got, tc.want)
+		}
+	}
+	c.cfg.LastHeard = nil
+	if got := c.silentSince(2, now); !got.Equal(now) {
+		t.Errorf("without the transport's view: %v, want now", got)
+	}
+}

@@ -1,6 +1,9 @@
 package peer
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Stats is a snapshot of the transport's counters, for metrics. Counters
 // only grow; a removed peer's per-peer counters disappear with it, its share
@@ -50,8 +53,11 @@ type Stats struct {
 
 // PeerStats are the counters of the relation with one peer.
 type PeerStats struct {
-	Addr          string
-	Connected     bool
+	Addr      string
+	Connected bool
+	// LastHeard is when the raft stream last delivered a frame from the
+	// peer; zero if it never did since this transport started.
+	LastHeard     time.Time
 	Queued        int // batches waiting in the queue
 	BatchesSent   uint64
 	BytesSent     uint64
@@ -112,9 +118,17 @@ func (t *Transport) Stats() Stats {
 func (p *peer) snapshotStats() PeerStats {
 	c := &p.stats
 	return PeerStats{
-		Addr: p.address(), Connected: p.connected.Load(), Queued: len(p.queue),
+		Addr: p.address(), Connected: p.connected.Load(), LastHeard: unixNanoTime(p.heard.Load()), Queued: len(p.queue),
 		BatchesSent: c.batchesSent.Load(), BytesSent: c.bytesSent.Load(), BytesReceived: c.bytesReceived.Load(),
 		Dropped: c.dropped.Load(), Connects: c.connects.Load(), Disconnects: c.disconnects.Load(),
 		DialErrors: c.dialErrors.Load(),
 	}
+}
+
+// unixNanoTime is t, or the zero time for 0.
+func unixNanoTime(t int64) time.Time {
+	if t == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, t)
 }
