@@ -39,16 +39,7 @@ type compactRun struct {
 	epoch int32
 }
 
-func newCompactRun(t testing.TB, seed uint64) *compactRun {
-	cfg := testConfig()
-	cfg.SegmentBytes = 1 << 10
-	cfg.MaxBatchBytes = 1 << 10
-	cfg.IndexIntervalBytes = 128
-	r := &compactRun{t: t, dir: t.TempDir(), cfg: cfg, rng: rand.New(rand.NewPCG(seed, 7)),
-		model: cleanModel{recs: map[int64]modelRec{}}, ts: 1_700_000_000_000}
-	r.open()
-	return r
-}
+func newCompactRun(t testing.TB, seed uint64) *compactRun { return newCompactRunFS(t, seed, nil) }
 
 func (r *compactRun) open() {
 	l, err := Open(r.dir, r.cfg)
@@ -343,10 +334,14 @@ func runCleanCrash(t *testing.T, point string, seed uint64) {
 	r.close()
 }
 
+// newCompactRunFS opens a run's log on fs (nil: the OS's), with small
+// segments so that cleanings rewrite many.
 func newCompactRunFS(t testing.TB, seed uint64, fs FS) *compactRun {
 	cfg := testConfig()
 	cfg.SegmentBytes, cfg.MaxBatchBytes, cfg.IndexIntervalBytes = 1<<10, 1<<10, 128
-	cfg.FS = fs
+	if fs != nil {
+		cfg.FS = fs
+	}
 	r := &compactRun{t: t, dir: t.TempDir(), cfg: cfg, rng: rand.New(rand.NewPCG(seed, 7)),
 		model: cleanModel{recs: map[int64]modelRec{}}, ts: 1_700_000_000_000}
 	r.open()
@@ -523,11 +518,7 @@ func TestClean_RaftSnapshotOfCleanedLog(t *testing.T) {
 // partial .cleaned file goes, the log is as it was and takes appends.
 func TestClean_FullDiskAbandonsTheSwap(t *testing.T) {
 	ffs := newFaultFS()
-	cfg := testConfig()
-	cfg.SegmentBytes, cfg.MaxBatchBytes = 1<<10, 1<<10
-	cfg.FS = ffs
-	r := &compactRun{t: t, dir: t.TempDir(), cfg: cfg, rng: rand.New(rand.NewPCG(1, 7)), model: cleanModel{recs: map[int64]modelRec{}}, ts: 1_700_000_000_000}
-	r.open()
+	r := newCompactRunFS(t, 1, ffs)
 	defer r.close()
 	for range 200 {
 		r.produce()
