@@ -50,6 +50,7 @@ func (p *producer) open() error {
 		kgo.ProduceRequestTimeout(c.OpTimeout),
 		kgo.RequestTimeoutOverhead(c.OpTimeout),
 		kgo.RetryTimeout(c.OpTimeout),
+		kgo.RetryBackoffFn(retryBackoff),
 	}
 	switch c.Acks {
 	case AcksAll:
@@ -141,4 +142,12 @@ func classifySend(err error) Type {
 		}
 	}
 	return Info
+}
+
+// retryBackoff is the Java client's default between retries
+// (retry.backoff.ms 100 ms doubling to retry.backoff.max.ms 1 s, KIP-580)
+// rather than franz-go's (250 ms doubling to 2.5 s): the failover a run
+// measures is then the cluster's plus at most a second, not plus 2.5 s.
+func retryBackoff(tries int) time.Duration {
+	return min(100*time.Millisecond<<min(max(tries-1, 0), 4), time.Second)
 }
