@@ -12,28 +12,10 @@ import (
 	"github.com/raftq/raftq/raftgroup"
 )
 
-// underReplicatedRaftGauge reads raftq_under_replicated_partitions{mode="raft"}
-// from the node's registry, as a scrape would.
+// underReplicatedRaftGauge reads raftq_under_replicated_partitions{mode="raft"}.
 func underReplicatedRaftGauge(t *testing.T, n *Node) float64 {
 	t.Helper()
-	mfs, err := n.metrics.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "raftq_under_replicated_partitions" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "mode" && l.GetValue() == "raft" {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatal(`no raftq_under_replicated_partitions{mode="raft"}`)
-	return 0
+	return underReplicatedGauge(t, n, "raft")
 }
 
 func partitionISR(t *testing.T, cl *kgo.Client, node uint64, topic string) (isr, offline []int32) {
