@@ -44,8 +44,9 @@ func (p *Partition) Append(batch []byte, info partition.BatchInfo, acksAll bool)
 	if err := p.maybeFlush(now); err != nil {
 		return nil, err
 	}
-	p.setHW(p.lead.appended(p.countedEnd(), now))
-	p.m.activity.notify()
+	if !p.setHW(p.lead.appended(p.countedEnd(), now)) {
+		p.m.activity.notify() // the log end moved: followers' long-polls read on
+	}
 	return a, nil
 }
 

@@ -240,15 +240,17 @@ func (p *Partition) watchAlter() {
 	}()
 }
 
-// setHW applies the HW the bookkeeping computed to the log.
-func (p *Partition) setHW(hw int64) {
+// setHW applies the HW the bookkeeping computed to the log and, if it
+// rose, wakes the fetch long-polls; it reports whether it rose.
+func (p *Partition) setHW(hw int64) bool {
 	if hw < 0 || hw <= p.log.HighWatermark() {
-		return
+		return false
 	}
 	if _, err := p.log.SetHighWatermark(hw); err != nil {
 		p.logger.Warn("isr: set high watermark", "group", p.cfg.Group, "hw", hw, "err", err)
 	}
 	p.m.activity.notify()
+	return true
 }
 
 // maybeShrink runs the leader's ISR expiration check.
