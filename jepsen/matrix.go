@@ -427,12 +427,7 @@ func (c MatrixCell) cellText() string {
 		return fmt.Sprintf("error (exp. %s)", orDash(c.Expected))
 	}
 	m := c.Measures
-	var fo []int64
-	for _, f := range m.Faults {
-		if f.FailoverNs >= 0 {
-			fo = append(fo, f.FailoverNs)
-		}
-	}
+	fo, _ := m.IsolatedFailovers()
 	failover := "-"
 	if len(fo) > 0 {
 		r := func(ns int64) string { return time.Duration(ns).Round(10 * time.Millisecond).String() }
@@ -494,7 +489,7 @@ func WriteMatrixTable(w io.Writer, modes []Mode, nemeses []Nemesis, cells []Matr
 	}
 	b.WriteString("\nEach cell: checkers' verdict, measured class (ok, U: under half the sends during faults ok, L: acknowledged writes lost), " +
 		"loss per million acknowledged (unseen + inconsistent offsets), availability during faults (ok sends / sends), " +
-		"failover p50 (and max) over the faults, and ISR-NOTES §4.3's expected outcome.\n\n")
+		"failover p50 (and max) over the faults no other fault overlapped, and ISR-NOTES §4.3's expected outcome.\n\n")
 	for _, m := range modes {
 		fmt.Fprintf(&b, "- %s: %s\n", m.Name, m.Doc)
 	}

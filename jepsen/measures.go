@@ -32,7 +32,10 @@ import (
 //     nothing was sent to after it is left out. The fault's failover is
 //     the largest over those partitions (the time until every partition
 //     took writes again; the partition a leader fault hit is the slow
-//     one), -1 if any never recovered, 0 with none.
+//     one), -1 if any never recovered, 0 with none. A fault is
+//     overlapped when another began before its failover was over; the
+//     summaries (p50, p99, max) are over the faults that recovered and
+//     were not overlapped.
 //   - Throughput: ok sends per second over the time sends ran, and
 //     outside windows per second of that time not in any window.
 //     Latency: p50 and p99 (nearest rank) of ok sends invoked outside
@@ -92,6 +95,11 @@ type FaultMeasure struct {
 	// partition never took an ok send after the fault started.
 	FailoverNs          int64            `json:"failover_ns"`
 	FailoverByPartition map[string]int64 `json:"failover_ns_by_partition"`
+	// Overlapped says another fault began while this one's failover was
+	// still under way (after its start, before its FailoverNs ran out, or
+	// before its window's end when it never recovered): the time is then
+	// both faults', not this one's. Summaries leave such faults out.
+	Overlapped bool `json:"overlapped,omitempty"`
 }
 
 // window is a fault's span in the history, in ns; effect is when its
@@ -233,7 +241,40 @@ func (m *Measures) failovers(a *analysis, wins []window) {
 				fm.FailoverNs = max(fm.FailoverNs, d)
 			}
 		}
+		fm.Overlapped = overlapped(wins, i, fm.FailoverNs)
 	}
+}
+
+// overlapped reports whether a window other than wins[i] began after
+// wins[i]'s start and before its failover (of failover ns, -1 for never:
+// its window's end) was over.
+func overlapped(wins []window, i int, failover int64) bool {
+	w := wins[i]
+	until := w.end
+	if failover >= 0 {
+		until = w.start + failover
+	}
+	for j, o := range wins {
+		if j != i && o.start > w.start && o.start < until {
+			return true
+		}
+	}
+	return false
+}
+
+// IsolatedFailovers are the failover times of the faults that recovered
+// and that no other fault overlapped, and the number of faults left out
+// for overlapping.
+func (m Measures) IsolatedFailovers() (ns []int64, overlapping int) {
+	for _, f := range m.Faults {
+		switch {
+		case f.Overlapped:
+			overlapping++
+		case f.FailoverNs >= 0:
+			ns = append(ns, f.FailoverNs)
+		}
+	}
+	return ns, overlapping
 }
 
 // firstOKAfter is the time from start to the completion of the first ok
@@ -287,21 +328,23 @@ func percentile(xs []int64, p int) int64 {
 // million acknowledged, availability in and out of faults, failover p50
 // and max over the faults, throughput and latency outside faults.
 func (m Measures) String() string {
-	var fo []int64
+	fo, overlapping := m.IsolatedFailovers()
 	never := 0
 	for _, f := range m.Faults {
 		if f.FailoverNs < 0 {
 			never++
-			continue
 		}
-		fo = append(fo, f.FailoverNs)
 	}
 	s := fmt.Sprintf("acknowledged=%d loss/M=%.0f lost/M=%.0f duplicated/M=%.0f reordered/M=%.0f inconsistent/M=%.0f "+
 		"availability=%.3f during-faults=%.3f outside=%.3f",
 		m.Acknowledged, m.LossPerMillion, m.LostPerMillion, m.DuplicatedPerMillion, m.ReorderedPerMillion,
 		m.InconsistentPerMillion, m.Availability.Value, m.AvailabilityFaults.Value, m.AvailabilityOutside.Value)
 	if len(m.Faults) > 0 {
-		s += fmt.Sprintf(" failover-p50=%s failover-max=%s", time.Duration(percentile(fo, 50)), time.Duration(slices.Max(append(fo, 0))))
+		s += fmt.Sprintf(" failover-p50=%s failover-p99=%s failover-max=%s", time.Duration(percentile(fo, 50)),
+			time.Duration(percentile(fo, 99)), time.Duration(slices.Max(append(fo, 0))))
+		if overlapping > 0 {
+			s += fmt.Sprintf(" failover-overlapped=%d", overlapping)
+		}
 		if never > 0 {
 			s += fmt.Sprintf(" never-recovered=%d", never)
 		}

@@ -185,3 +185,35 @@ func TestPercentile_NearestRank(t *testing.T) {
 		t.Error("percentile of nothing")
 	}
 }
+
+// A fault that began while another's failover was under way makes that
+// failover both faults': it is marked overlapped and left out of the
+// summaries; the second fault, which nothing overlapped, stays in.
+func TestMeasures_OverlappedFailoverLeftOutOfSummaries(t *testing.T) {
+	b := &hb{}
+	b.send(0, 0, "a", OK, 0)
+	b.nemesis(FStart, "kill")
+	inv := b.sendInv(1, 0, "b")
+	b.nemesis(FStart, "pause") // before the kill's failover is over
+	b.sendDone(inv, Info, 0)
+	b.nemesis(FStop, "kill")
+	b.send(0, 0, "c", OK, 1)
+	b.nemesis(FStop, "pause")
+	b.send(0, 0, "d", OK, 2)
+	b.final(4, 0, OK, 3, 0, "a", 1, "c", 2, "d")
+	m := check(t, b.h).Measures
+	if len(m.Faults) != 2 {
+		t.Fatalf("faults %+v", m.Faults)
+	}
+	kill, pause := m.Faults[0], m.Faults[1]
+	if !kill.Overlapped || pause.Overlapped || kill.FailoverNs <= 0 || pause.FailoverNs <= 0 {
+		t.Fatalf("kill %+v pause %+v, want the kill overlapped and the pause not", kill, pause)
+	}
+	fo, n := m.IsolatedFailovers()
+	if n != 1 || len(fo) != 1 || fo[0] != pause.FailoverNs {
+		t.Errorf("isolated failovers %v, %d overlapped; want the pause's %d, 1", fo, n, pause.FailoverNs)
+	}
+	if line := m.String(); !strings.Contains(line, "failover-overlapped=1") || !strings.Contains(line, "failover-p99=") {
+		t.Errorf("measures line %q", line)
+	}
+}

@@ -282,3 +282,24 @@ func TestTransport_AddPeerUpdatesAddress(t *testing.T) {
 		t.Errorf("peer address %s, want %s", got, n2.Addr())
 	}
 }
+
+// A peer that dies stays dated: LastHeard keeps the time of its last
+// frame after its stream ends without a goodbye (a kill -9), so that a
+// new metadata leader counts its silence from then, not from its own
+// election.
+func TestTransport_LastHeardOutlivesTheStream(t *testing.T) {
+	n2 := startNode(t, 2, nil)
+	n2.AddPeer(1, "127.0.0.1:1") // node 1 is played by a raw connection
+	conn := rawPeer(t, n2, 1)
+	frame, _ := appendBatch(nil, []raftgroup.Envelope{{Group: 1, Msg: msg(1, nil)}}, 1<<20)
+	before := time.Now()
+	if _, err := conn.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the frame is delivered", func() bool { return len(n2.recv.from(1)) == 1 })
+	conn.Close()
+	eventually(t, "node 2 to lose node 1", func() bool { return !n2.Stats().Peers[1].Connected })
+	if got := n2.Stats().Peers[1].LastHeard; got.Before(before) || got.After(time.Now()) {
+		t.Fatalf("LastHeard after the loss = %v, want the frame's arrival (after %v)", got, before)
+	}
+}

@@ -30,9 +30,14 @@ type peer struct {
 	// heard is when the live raft stream last delivered a frame (unix
 	// nanoseconds), and remote its far address: a second node claiming
 	// this id while the stream is live is refused (see admit).
-	heard  atomic.Int64
-	remote atomic.Pointer[string]
-	stats  peerCounters
+	heard atomic.Int64
+	// lastFrame is when any raft stream last delivered a frame (unix
+	// nanoseconds). Unlike heard, a lost connection does not clear it:
+	// it is Stats' LastHeard, which a new metadata leader uses to date a
+	// broker's silence from before its election.
+	lastFrame atomic.Int64
+	remote    atomic.Pointer[string]
+	stats     peerCounters
 
 	farewell // goodbyes said and heard (farewell.go)
 

@@ -222,7 +222,9 @@ func (p *peer) readLoop(conn net.Conn) error {
 			p.heard.Store(0) // dead: a redial of this peer is not a duplicate
 			return fmt.Errorf("read frame: %w", err)
 		}
-		p.heard.Store(time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		p.heard.Store(now)
+		p.lastFrame.Store(now)
 		p.stats.bytesReceived.Add(uint64(frameHeader + 1 + len(body)))
 		p.t.stats.bytesReceived.Add(uint64(frameHeader + 1 + len(body)))
 		if err := p.deliver(kind, body); err != nil {

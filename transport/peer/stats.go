@@ -56,7 +56,8 @@ type PeerStats struct {
 	Addr      string
 	Connected bool
 	// LastHeard is when the raft stream last delivered a frame from the
-	// peer; zero if it never did since this transport started.
+	// peer, also after the stream was lost; zero if it never did since
+	// this transport started.
 	LastHeard     time.Time
 	Queued        int // batches waiting in the queue
 	BatchesSent   uint64
@@ -118,7 +119,7 @@ func (t *Transport) Stats() Stats {
 func (p *peer) snapshotStats() PeerStats {
 	c := &p.stats
 	return PeerStats{
-		Addr: p.address(), Connected: p.connected.Load(), LastHeard: unixNanoTime(p.heard.Load()), Queued: len(p.queue),
+		Addr: p.address(), Connected: p.connected.Load(), LastHeard: unixNanoTime(p.lastFrame.Load()), Queued: len(p.queue),
 		BatchesSent: c.batchesSent.Load(), BytesSent: c.bytesSent.Load(), BytesReceived: c.bytesReceived.Load(),
 		Dropped: c.dropped.Load(), Connects: c.connects.Load(), Disconnects: c.disconnects.Load(),
 		DialErrors: c.dialErrors.Load(),
