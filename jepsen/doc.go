@@ -228,7 +228,7 @@
 //     since start (the metadata log is always fsynced, so the topic
 //     survives and the loss can be measured).
 //
-// # The replication-mode matrix (a start)
+// # The replication-mode matrix
 //
 // RunMatrix (the `raftq jepsen matrix` command) runs every mode ×
 // nemesis × seed cell with RunRaftq on a fresh cluster, each into its own
@@ -244,8 +244,16 @@
 // to its report (its throughput plot is the cell's timeline, faults
 // shaded) above two plots: loss against availability, and throughput
 // against p99 latency outside faults, a point per cell run and a colour
-// per mode. Still to come (issue 21): the cost table from raftq bench,
-// and a published full run. The ISR
+// per mode. After the cells comes the cost phase (CostConfig): each
+// mode on a fresh cluster of the same size (3 nodes), without faults or
+// lazyfs, runs three raftq bench loads on fresh topics (CostLoads: 100 B
+// and 1 KiB records at full speed, 100 B at a fixed rate for the
+// latency); its row is kept in <dir>/cost/<mode>.json and not measured
+// again once done, and the rows make the Cost table of matrix.md and
+// matrix.html, cost.json, and a plot of records/s against p99 per
+// mode. The jepsen package starts and stops the clusters; the loads run
+// through CostConfig.Bench, which `raftq jepsen matrix` fills with raftq
+// bench. Still to come (issue 21): a published full run. The ISR
 // rows need the broker's isr mode and its --replica-lag-time-max and
 // --eligible-leader-replicas flags; until they exist those cells fail to
 // start and the table says so.

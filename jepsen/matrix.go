@@ -15,10 +15,10 @@ import (
 	"github.com/raftq/raftq/chaos"
 )
 
-// The start of the replication-mode matrix (issue 21): every mode ×
-// nemesis cell run on a fresh cluster, resumably, into one table beside
-// the outcome ISR-NOTES §4.3 expects, with matrix.html and two plots.
-// The cost table from `raftq bench` is still to come.
+// The replication-mode matrix (issue 21): every mode × nemesis cell run
+// on a fresh cluster, resumably, into one table beside the outcome
+// ISR-NOTES §4.3 expects, with matrix.html and its plots; then each
+// mode's cost from raftq bench (matrix_cost.go).
 
 // Mode is a row of the matrix: how the test topic replicates and syncs.
 type Mode struct {
@@ -144,20 +144,41 @@ type MatrixConfig struct {
 	CellDone func(c MatrixCell)
 	// Run runs one cell (RunRaftq when nil; tests put a fake here).
 	Run func(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error)
+	// Cost is the cost phase after the cells: one row per mode in
+	// <Dir>/cost/<mode>.json, measured once; none when Cost.Bench is nil.
+	Cost CostConfig
+	// CostDone, if set, is told of each mode's cost row when it is
+	// measured (not of those skipped).
+	CostDone func(r CostRow)
+}
+
+// MatrixResult is a matrix run's outcome: every cell run and every
+// mode's cost row, those of earlier runs included.
+type MatrixResult struct {
+	Cells []MatrixCell
+	Cost  []CostRow
 }
 
 // MatrixProgress is where a matrix run is.
 type MatrixProgress struct {
+	// Cost is set in the cost phase, where Cell and Cells count modes
+	// and Name is the mode's.
+	Cost        bool
 	Cell, Cells int
 	Name        string // "r-a/k1/seed-1"
 	Skipped     bool   // done by an earlier run
 	Elapsed     time.Duration
-	Left        time.Duration // estimate from the cells run so far; 0 before the first
+	Left        time.Duration // estimate from the phase's runs so far; 0 before the first
 }
 
-// String is the progress line: "cell 3/20 r-a/k1/seed-1, 2m10s elapsed, about 12m left".
+// String is the progress line: "cell 3/20 r-a/k1/seed-1, 2m10s elapsed,
+// about 12m left", or in the cost phase "cost 2/10 r-n, ...".
 func (p MatrixProgress) String() string {
-	s := fmt.Sprintf("cell %d/%d %s", p.Cell, p.Cells, p.Name)
+	kind := "cell"
+	if p.Cost {
+		kind = "cost"
+	}
+	s := fmt.Sprintf("%s %d/%d %s", kind, p.Cell, p.Cells, p.Name)
 	if p.Skipped {
 		return s + ": done before, skipped"
 	}
@@ -183,12 +204,14 @@ type MatrixCell struct {
 	Err     string `json:"error,omitempty"`
 }
 
-// Matrix files in MatrixConfig.Dir, and MatrixCellFile in each cell's
-// report directory (the cell's outcome, its run error included, for a
-// resumed matrix).
+// Matrix files in MatrixConfig.Dir (matrix.json holds the cells,
+// cost.json the cost rows), and MatrixCellFile in each cell's report
+// directory (the cell's outcome, its run error included, for a resumed
+// matrix).
 const (
 	MatrixTable    = "matrix.md"
 	MatrixJSON     = "matrix.json"
+	MatrixCostJSON = "cost.json"
 	MatrixCellFile = "cell.json"
 )
 
@@ -263,23 +286,51 @@ func CellConfig(base RaftqConfig, m Mode, n Nemesis, seed uint64, dir string) (R
 }
 
 // RunMatrix runs every mode × nemesis × seed cell not already in
-// cfg.Dir, each on a fresh cluster, then writes matrix.md and
-// matrix.json over every cell, those of earlier runs included. A cell
-// that fails to run is recorded with its error and does not stop the
-// matrix; canceling ctx does.
-func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]MatrixCell, error) {
-	if cfg.Dir == "" || len(cfg.Modes) == 0 || len(cfg.Nemeses) == 0 || len(cfg.Seeds) == 0 {
-		return nil, fmt.Errorf("matrix needs a directory, modes, nemeses and seeds: %w", ErrBadConfig)
+// cfg.Dir, each on a fresh cluster, then the cost phase of every mode
+// not already measured, and writes matrix.md, matrix.json, cost.json and
+// matrix.html over every cell and row, those of earlier runs included. A
+// cell or mode that fails to run is recorded with its error and does not
+// stop the matrix; canceling ctx does.
+func RunMatrix(ctx context.Context, cfg MatrixConfig) (MatrixResult, error) {
+	if err := cfg.validate(); err != nil {
+		return MatrixResult{}, err
 	}
+	began := time.Now()
+	var res MatrixResult
+	var err error
+	if res.Cells, err = runCells(ctx, cfg, began); err != nil {
+		return res, err
+	}
+	if res.Cost, err = runCosts(ctx, cfg, began); err != nil {
+		return res, err
+	}
+	return res, writeMatrix(cfg.Dir, cfg.Modes, cfg.Nemeses, res)
+}
+
+// validate reports a matrix with nothing to run.
+func (cfg MatrixConfig) validate() error {
+	switch {
+	case cfg.Dir == "" || len(cfg.Modes) == 0:
+		return fmt.Errorf("matrix needs a directory and modes: %w", ErrBadConfig)
+	case len(cfg.Nemeses) > 0 && len(cfg.Seeds) == 0:
+		return fmt.Errorf("matrix needs seeds for its nemeses: %w", ErrBadConfig)
+	case len(cfg.Nemeses) == 0 && cfg.Cost.Bench == nil:
+		return fmt.Errorf("matrix needs nemeses or a cost phase: %w", ErrBadConfig)
+	case cfg.Cost.Bench != nil:
+		return cfg.Cost.Validate()
+	}
+	return nil
+}
+
+// runCells runs every cell not already in cfg.Dir and returns them all.
+func runCells(ctx context.Context, cfg MatrixConfig, began time.Time) ([]MatrixCell, error) {
 	run := cfg.Run
 	if run == nil {
 		run = RunRaftq
 	}
 	total := len(cfg.Modes) * len(cfg.Nemeses) * len(cfg.Seeds)
-	began := time.Now()
 	var cells []MatrixCell
-	ran := 0
-	var ranFor time.Duration
+	var est estimate
 	for _, m := range cfg.Modes {
 		for _, n := range cfg.Nemeses {
 			for _, seed := range cfg.Seeds {
@@ -298,10 +349,7 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]MatrixCell, error) {
 					cells = append(cells, cell)
 					continue
 				}
-				left := total - len(cells)
-				if ran > 0 {
-					p.Left = ranFor / time.Duration(ran) * time.Duration(left)
-				}
+				p.Left = est.left(total - len(cells))
 				report(cfg.Progress, p)
 				start := time.Now()
 				cell.run(ctx, run, cfg.Base, m, n, seed, dir)
@@ -311,13 +359,12 @@ func RunMatrix(ctx context.Context, cfg MatrixConfig) ([]MatrixCell, error) {
 				if cfg.CellDone != nil {
 					cfg.CellDone(cell)
 				}
-				ran++
-				ranFor += time.Since(start)
+				est.add(time.Since(start))
 				cells = append(cells, cell)
 			}
 		}
 	}
-	return cells, writeMatrix(cfg.Dir, cfg.Modes, cfg.Nemeses, cells)
+	return cells, nil
 }
 
 func report(f func(MatrixProgress), p MatrixProgress) {
@@ -451,21 +498,29 @@ func orDash(s string) string {
 	return s
 }
 
-// writeMatrix writes the table, the cells, the plots and matrix.html.
-func writeMatrix(dir string, modes []Mode, nemeses []Nemesis, cells []MatrixCell) error {
+// writeMatrix writes the table, the cells, the cost rows, the plots and
+// matrix.html.
+func writeMatrix(dir string, modes []Mode, nemeses []Nemesis, res MatrixResult) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("matrix dir %s: %w", dir, err)
 	}
-	err := writeJSON(filepath.Join(dir, MatrixJSON), cells)
+	err := writeJSON(filepath.Join(dir, MatrixJSON), res.Cells)
+	if len(res.Cost) > 0 {
+		err = errors.Join(err, writeJSON(filepath.Join(dir, MatrixCostJSON), res.Cost))
+	}
 	return errors.Join(err, writeFile(filepath.Join(dir, MatrixTable), func(w io.Writer) error {
-		return WriteMatrixTable(w, modes, nemeses, cells)
-	}), writeMatrixReport(dir, modes, nemeses, cells))
+		return errors.Join(WriteMatrixTable(w, modes, nemeses, res.Cells), WriteCostTable(w, res.Cost))
+	}), writeMatrixReport(dir, modes, nemeses, res))
 }
 
 // WriteMatrixTable writes the Markdown table: a row per mode, a column
 // per nemesis, each cell as cellText (several seeds: one line each),
 // then the legend and a line per disagreement with ISR-NOTES §4.3.
+// Without nemeses (a matrix of costs alone) it writes nothing.
 func WriteMatrixTable(w io.Writer, modes []Mode, nemeses []Nemesis, cells []MatrixCell) error {
+	if len(nemeses) == 0 {
+		return nil
+	}
 	var b strings.Builder
 	b.WriteString("| mode |")
 	for _, n := range nemeses {

@@ -12,7 +12,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// Matrix report files in MatrixConfig.Dir, beside matrix.md.
+// Matrix report files in MatrixConfig.Dir, beside matrix.md (and
+// MatrixCostPlot).
 const (
 	MatrixIndex            = "matrix.html"
 	MatrixLossAvailability = "loss-availability.png"
@@ -59,17 +60,10 @@ func plotMatrix(title, xlabel, ylabel, path string, modes []Mode, cells []Matrix
 
 // writeMatrixReport writes the plots and matrix.html: the table with a
 // link from every cell run to its own report (whose throughput plot is
-// the cell's timeline of ok and failed sends, faults shaded).
-func writeMatrixReport(dir string, modes []Mode, nemeses []Nemesis, cells []MatrixCell) error {
-	err := plotMatrix("Loss against availability, one point per cell run", "availability during faults (ok sends / sends)",
-		"acknowledged writes lost per million", filepath.Join(dir, MatrixLossAvailability), modes, cells,
-		func(m *Measures) (float64, float64) { return m.AvailabilityFaults.Value, m.LossPerMillion })
-	if err != nil {
-		return err
-	}
-	err = plotMatrix("Cost outside faults, one point per cell run", "ok sends/s outside faults", "p99 send latency outside faults (ms)",
-		filepath.Join(dir, MatrixCost), modes, cells,
-		func(m *Measures) (float64, float64) { return m.OKSendsPerSecOutside, float64(m.LatencyP99Ns) / 1e6 })
+// the cell's timeline of ok and failed sends, faults shaded), and the
+// cost table.
+func writeMatrixReport(dir string, modes []Mode, nemeses []Nemesis, res MatrixResult) error {
+	plots, err := writeMatrixPlots(dir, modes, res)
 	if err != nil {
 		return err
 	}
@@ -86,12 +80,14 @@ func writeMatrixReport(dir string, modes []Mode, nemeses []Nemesis, cells []Matr
 		Rows          []row
 		Plots         []string
 		Disagreements []string
-	}{Nemeses: nemeses, Modes: modes, Plots: []string{MatrixLossAvailability, MatrixCost}}
+		Cost          *costTable
+		CostDirs      []string
+	}{Nemeses: nemeses, Modes: modes, Plots: plots}
 	for _, m := range modes {
 		r := row{Mode: m.Name}
 		for _, n := range nemeses {
 			var ls []link
-			for _, c := range cells {
+			for _, c := range res.Cells {
 				if c.Mode == m.Name && c.Nemesis == n.Name {
 					ls = append(ls, link{Text: c.cellText(), Href: filepath.ToSlash(filepath.Join(c.Dir, IndexFile))})
 				}
@@ -100,8 +96,44 @@ func writeMatrixReport(dir string, modes []Mode, nemeses []Nemesis, cells []Matr
 		}
 		d.Rows = append(d.Rows, r)
 	}
-	d.Disagreements = disagreements(cells)
+	d.Disagreements = disagreements(res.Cells)
+	if len(res.Cost) > 0 {
+		t := makeCostTable(res.Cost)
+		d.Cost = &t
+		for _, r := range res.Cost {
+			d.CostDirs = append(d.CostDirs, r.Dir)
+		}
+	}
 	return writeFile(filepath.Join(dir, MatrixIndex), func(w io.Writer) error { return matrixTmpl.Execute(w, d) })
+}
+
+// writeMatrixPlots draws the cells' plots (when there are cells) and the
+// cost rows' (when some row has the figures), and returns their files.
+func writeMatrixPlots(dir string, modes []Mode, res MatrixResult) ([]string, error) {
+	var plots []string
+	if len(res.Cells) > 0 {
+		err := plotMatrix("Loss against availability, one point per cell run", "availability during faults (ok sends / sends)",
+			"acknowledged writes lost per million", filepath.Join(dir, MatrixLossAvailability), modes, res.Cells,
+			func(m *Measures) (float64, float64) { return m.AvailabilityFaults.Value, m.LossPerMillion })
+		if err != nil {
+			return nil, err
+		}
+		err = plotMatrix("Cost outside faults, one point per cell run", "ok sends/s outside faults", "p99 send latency outside faults (ms)",
+			filepath.Join(dir, MatrixCost), modes, res.Cells,
+			func(m *Measures) (float64, float64) { return m.OKSendsPerSecOutside, float64(m.LatencyP99Ns) / 1e6 })
+		if err != nil {
+			return nil, err
+		}
+		plots = append(plots, MatrixLossAvailability, MatrixCost)
+	}
+	if len(res.Cost) == 0 {
+		return plots, nil
+	}
+	drawn, err := plotCost(filepath.Join(dir, MatrixCostPlot), modes, res.Cost)
+	if drawn {
+		plots = append(plots, MatrixCostPlot)
+	}
+	return plots, err
 }
 
 var matrixTmpl = template.Must(template.New("matrix").Parse(`<!doctype html>
@@ -109,13 +141,20 @@ var matrixTmpl = template.Must(template.New("matrix").Parse(`<!doctype html>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:90%}</style>
 </head><body>
 <h1>raftq replication-mode matrix</h1>
-<table><tr><th>mode</th>{{range .Nemeses}}<th>{{.Name}} ({{.Nodes}} nodes)</th>{{end}}</tr>
+{{if .Nemeses}}<table><tr><th>mode</th>{{range .Nemeses}}<th>{{.Name}} ({{.Nodes}} nodes)</th>{{end}}</tr>
 {{range .Rows}}<tr><th>{{.Mode}}</th>{{range .Cells}}<td>{{range .}}<a href="{{.Href}}">{{.Text}}</a><br>{{end}}</td>{{end}}</tr>
 {{end}}</table>
 <p>Each cell: the checkers' verdict, the measured class (L: acknowledged writes lost; U: under half the sends during faults ok; ok), loss per million acknowledged, availability during faults, failover p50 (and max), and ISR-NOTES §4.3's expected outcome. Each links to the cell's report: its throughput plot is the timeline of ok and failed sends with the faults shaded.</p>
-<ul>{{range .Modes}}<li>{{.Name}}: {{.Doc}}</li>{{end}}{{range .Nemeses}}<li>{{.Name}}: {{.Doc}}</li>{{end}}</ul>
+{{end}}<ul>{{range .Modes}}<li>{{.Name}}: {{.Doc}}</li>{{end}}{{range .Nemeses}}<li>{{.Name}}: {{.Doc}}</li>{{end}}</ul>
 {{if .Disagreements}}<h2>Disagreements and failed runs</h2><ul>{{range .Disagreements}}<li>{{.}}</li>{{end}}</ul>{{end}}
-<h2>Plots</h2>
+{{with .Cost}}<h2>Cost</h2>
+<p>{{.Preface}}</p>
+<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $v := .}}{{if eq $i 0}}<th>{{$v}}</th>{{else}}<td style="text-align:right">{{$v}}</td>{{end}}{{end}}</tr>
+{{end}}</table>
+<ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
+<p>The clusters' logs: {{range $.CostDirs}}<a href="{{.}}/cluster/">{{.}}</a> {{end}}</p>
+{{end}}<h2>Plots</h2>
 {{range .Plots}}<p><img src="{{.}}" alt="{{.}}"></p>{{end}}
 </body></html>
 `))

@@ -130,10 +130,11 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 	cfg := MatrixConfig{Base: matrixBase(), Modes: ms, Nemeses: ns, Seeds: []uint64{1, 2}, Dir: dir, Run: fake.run,
 		Progress: func(p MatrixProgress) { prog = append(prog, p) },
 		CellDone: func(c MatrixCell) { done = append(done, c.String()) }}
-	cells, err := RunMatrix(context.Background(), cfg)
+	res, err := RunMatrix(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cells := res.Cells
 	if len(cells) != 8 || len(fake.runs) != 8 || len(prog) != 8 || prog[7].Cell != 8 || prog[7].Cells != 8 || prog[0].Left != 0 {
 		t.Fatalf("%d cells, %d runs, progress %v", len(cells), len(fake.runs), prog)
 	}
@@ -181,9 +182,10 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 
 	// Again: every cell with a results.json is skipped; the failed one runs again.
 	fake.runs, prog = nil, nil
-	if cells, err = RunMatrix(context.Background(), cfg); err != nil {
+	if res, err = RunMatrix(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
+	cells = res.Cells
 	if !slices.Equal(fake.runs, []string{"r-a/k1"}) || len(cells) != 8 || !prog[0].Skipped || prog[1].Skipped {
 		t.Errorf("resumed run ran %v; progress %v", fake.runs, prog)
 	}

@@ -22,6 +22,10 @@ import (
 // clientFlags are the connection flags every client subcommand shares.
 type clientFlags struct {
 	brokers string
+	// dial, when set, makes every connection to the brokers: a cluster in
+	// a network namespace is reached through its DialContext (the matrix's
+	// cost phase).
+	dial dialFunc
 }
 
 func bindClientFlags(e *env, fs *pflag.FlagSet) *clientFlags {
@@ -42,7 +46,11 @@ func (c *clientFlags) seeds() []string {
 
 // client returns a kgo client for the brokers with extra options.
 func (c *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...)}, opts...)...)
+	base := []kgo.Opt{kgo.SeedBrokers(c.seeds()...)}
+	if c.dial != nil {
+		base = append(base, kgo.Dialer(c.dial))
+	}
+	return kgo.NewClient(append(base, opts...)...)
 }
 
 // connect is client once some seed has answered as a Kafka broker. kgo
@@ -55,7 +63,7 @@ func (c *clientFlags) connect(ctx context.Context, opts ...kgo.Opt) (*kgo.Client
 	if err != nil {
 		return nil, err
 	}
-	if err := reach(ctx, cl, c.seeds()); err != nil {
+	if err := reach(ctx, cl, c.seeds(), c.dial); err != nil {
 		cl.Close()
 		return nil, err
 	}
@@ -84,8 +92,9 @@ const (
 )
 
 // reach waits until a seed answers cl's first request, and says why none
-// does: the dial error, or that a seed is a raftq admin or peer port.
-func reach(ctx context.Context, cl *kgo.Client, seeds []string) error {
+// does: the dial error, or that a seed is a raftq admin or peer port
+// (asked through dial, or net.Dialer when nil).
+func reach(ctx context.Context, cl *kgo.Client, seeds []string, dial dialFunc) error {
 	pctx, cancel := context.WithTimeout(ctx, firstAnswerWait)
 	defer cancel()
 	pinged := make(chan error, 1)
@@ -100,7 +109,7 @@ func reach(ctx context.Context, cl *kgo.Client, seeds []string) error {
 		answered = true
 	case <-time.After(identifyAfter):
 	}
-	if wrong := identifySeeds(ctx, seeds); wrong != nil {
+	if wrong := identifySeeds(ctx, seeds, dial); wrong != nil {
 		return wrong
 	}
 	if !answered {
@@ -119,12 +128,12 @@ func reach(ctx context.Context, cl *kgo.Client, seeds []string) error {
 
 // identifySeeds asks each seed at once what it is, and returns the first
 // wrongPortError.
-func identifySeeds(ctx context.Context, seeds []string) error {
+func identifySeeds(ctx context.Context, seeds []string, dial dialFunc) error {
 	ctx, cancel := context.WithTimeout(ctx, identifyWait)
 	defer cancel()
 	found := make(chan error, len(seeds))
 	for _, s := range seeds {
-		go func() { found <- identify(ctx, s) }()
+		go func() { found <- identify(ctx, dial, s) }()
 	}
 	for range seeds {
 		if err := <-found; err != nil {
@@ -133,6 +142,9 @@ func identifySeeds(ctx context.Context, seeds []string) error {
 	}
 	return nil
 }
+
+// dialFunc connects to addr, as net.Dialer.DialContext does.
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // wrongPortError is a seed that is a raftq node's admin or peer port.
 type wrongPortError struct {
@@ -157,10 +169,14 @@ func (e *wrongPortError) Error() string {
 // identify sends addr an HTTP request for the node status, which an admin
 // port answers and a peer port, reading it as a handshake, refuses with
 // its own reply. It returns nil for anything else (a Kafka broker hangs
-// up) and when addr does not answer in time.
-func identify(ctx context.Context, addr string) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// up) and when addr does not answer in time. It connects through dial,
+// or net.Dialer when nil.
+func identify(ctx context.Context, dial dialFunc, addr string) error {
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil
 	}

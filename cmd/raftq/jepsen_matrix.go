@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,10 +15,13 @@ import (
 )
 
 // The quick matrix: the rows and columns that show the trade-off in
-// about ten minutes on two cores (12 cells of about 55 s).
+// about ten minutes on two cores (12 cells of about 55 s), and a cost
+// phase of short loads (about 20 s a mode).
 var (
-	quickModes   = []string{"r-a", "r-n", "i1-n"}
-	quickNemeses = []string{"k1", "p1", "lrs", "unc"}
+	quickModes      = []string{"r-a", "r-n", "i1-n"}
+	quickNemeses    = []string{"k1", "p1", "lrs", "unc"}
+	quickCostTime   = 3 * time.Second
+	quickCostWarmup = time.Second
 )
 
 // matrixFlags binds `raftq jepsen matrix`'s flags.
@@ -29,10 +33,13 @@ type matrixFlags struct {
 	dir      string
 	quick    bool
 	logLevel string
+	// cost runs the cost phase, with costCfg's loads.
+	cost    bool
+	costCfg jepsen.CostConfig
 }
 
 func bindMatrixFlags(fs *pflag.FlagSet) *matrixFlags {
-	f := &matrixFlags{base: jepsen.DefaultRaftqConfig()}
+	f := &matrixFlags{base: jepsen.DefaultRaftqConfig(), costCfg: jepsen.DefaultCostConfig()}
 	c, w := &f.base, &f.base.Run.Workload
 	var modes, nemeses []string
 	for _, m := range jepsen.MatrixModes {
@@ -53,11 +60,23 @@ func bindMatrixFlags(fs *pflag.FlagSet) *matrixFlags {
 	fs.StringVar(&c.Binary, "binary", "", "raftq executable the nodes run (default: this executable)")
 	fs.StringArrayVar(&c.ServerArgs, "server-arg", []string{"--tick-interval=50ms"}, "extra raftq server flag for every node of every cell (repeatable)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "harness log level on stderr: debug, info, warn or error")
+	bindCostFlags(fs, f)
 	return f
 }
 
-// config makes the matrix run from the flags.
-func (f *matrixFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.MatrixConfig, error) {
+func bindCostFlags(fs *pflag.FlagSet, f *matrixFlags) {
+	cc := &f.costCfg
+	fs.BoolVar(&f.cost, "cost", true, fmt.Sprintf("after the cells, measure each mode with raftq bench on a fresh %d-node cluster: "+
+		"records/s at 100 B and 1 KiB, and latency at --cost-rate (modes measured before are not run again)", cc.Nodes))
+	fs.DurationVar(&cc.Duration, "cost-time", cc.Duration, fmt.Sprintf("length of each cost load, after its warm-up (--quick: %s)", quickCostTime))
+	fs.DurationVar(&cc.Warmup, "cost-warmup", cc.Warmup, fmt.Sprintf("uncounted warm-up of each cost load (--quick: %s)", quickCostWarmup))
+	fs.Float64Var(&cc.Rate, "cost-rate", cc.Rate, "records/s of 100 B offered for the latency; every mode must sustain it")
+	fs.IntVar(&cc.Producers, "cost-producers", cc.Producers, "producers of the full-speed cost loads")
+}
+
+// config makes the matrix run from the flags; the cost phase's bench
+// notes go to e.
+func (f *matrixFlags) config(fs *pflag.FlagSet, e *env, logger *slog.Logger) (jepsen.MatrixConfig, error) {
 	modes, nemeses := f.modes, f.nemeses
 	if f.quick {
 		if !fs.Changed("modes") {
@@ -77,6 +96,9 @@ func (f *matrixFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Mat
 	}
 	if len(f.seeds) == 0 {
 		return jepsen.MatrixConfig{}, usageError{fmt.Errorf("--seeds: want at least one")}
+	}
+	if len(ns) == 0 && !f.cost {
+		return jepsen.MatrixConfig{}, usageError{fmt.Errorf("no --nemeses and --cost=false: nothing to run")}
 	}
 	base := f.base
 	if base.Binary == "" {
@@ -98,11 +120,40 @@ func (f *matrixFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Mat
 			}
 		}
 	}
+	if f.cost {
+		cc, err := f.costConfig(fs, e, base, ms)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Cost = cc
+	}
 	return cfg, nil
 }
 
+// costConfig is the cost phase from the flags: --quick shortens the
+// loads unless their flags say otherwise.
+func (f *matrixFlags) costConfig(fs *pflag.FlagSet, e *env, base jepsen.RaftqConfig, ms []jepsen.Mode) (jepsen.CostConfig, error) {
+	cc := f.costCfg
+	if f.quick && !fs.Changed("cost-time") {
+		cc.Duration = quickCostTime
+	}
+	if f.quick && !fs.Changed("cost-warmup") {
+		cc.Warmup = quickCostWarmup
+	}
+	if err := cc.Validate(); err != nil {
+		return cc, usageError{err}
+	}
+	for _, m := range ms {
+		if _, err := jepsen.CostClusterConfig(base, m, cc.Nodes, filepath.Join(f.dir, "probe")); err != nil {
+			return cc, usageError{fmt.Errorf("cost of %s: %w", m.Name, err)}
+		}
+	}
+	cc.Bench = costBench(e)
+	return cc, nil
+}
+
 // runJepsenMatrix is `raftq jepsen matrix`: every mode × nemesis cell on a
-// fresh cluster, into one table.
+// fresh cluster, then every mode's cost, into one report.
 func runJepsenMatrix(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "jepsen matrix", "")
 	f := bindMatrixFlags(fs)
@@ -113,17 +164,18 @@ func runJepsenMatrix(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := f.config(fs, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})))
+	cfg, err := f.config(fs, e, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})))
 	if err != nil {
 		return err
 	}
 	cfg.Progress = func(p jepsen.MatrixProgress) { fmt.Fprintln(e.stdout, p) }
 	cfg.CellDone = func(c jepsen.MatrixCell) { fmt.Fprintf(e.stdout, "  %s\n", c) }
-	cells, err := jepsen.RunMatrix(ctx, cfg)
+	cfg.CostDone = func(r jepsen.CostRow) { fmt.Fprintf(e.stdout, "  %s\n", r) }
+	res, err := jepsen.RunMatrix(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if err := jepsen.WriteMatrixTable(e.stdout, cfg.Modes, cfg.Nemeses, cells); err != nil {
+	if err := errors.Join(jepsen.WriteMatrixTable(e.stdout, cfg.Modes, cfg.Nemeses, res.Cells), jepsen.WriteCostTable(e.stdout, res.Cost)); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "table: %s\nreport: %s\n", filepath.Join(cfg.Dir, jepsen.MatrixTable), filepath.Join(cfg.Dir, jepsen.MatrixIndex))

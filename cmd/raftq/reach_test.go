@@ -94,7 +94,7 @@ func TestIdentify_KafkaBroker(t *testing.T) {
 	brokers, _ := fakeThatDies(t, 1<<30)
 	ctx, cancel := context.WithTimeout(context.Background(), identifyWait)
 	defer cancel()
-	if err := identify(ctx, brokers); err != nil {
+	if err := identify(ctx, nil, brokers); err != nil {
 		t.Errorf("identify(%s) = %v, want nil for a Kafka broker", brokers, err)
 	}
 }
