@@ -242,8 +242,13 @@ func find[T any](all []T, names []string, name func(T) string) ([]T, error) {
 	return out, nil
 }
 
+// scriptTail is how long a scripted cell runs past its script's last
+// step at least: the workload's time to see the healed cluster.
+const scriptTail = 5 * time.Second
+
 // CellConfig is the run of one cell: base with the mode's and the
-// nemesis' settings, the seed, and its report directory.
+// nemesis' settings, the seed, and its report directory. A scripted cell
+// runs for at least its script's length plus scriptTail.
 func CellConfig(base RaftqConfig, m Mode, n Nemesis, seed uint64, dir string) (RaftqConfig, error) {
 	c := base
 	c.Nodes, c.Fsync = n.Nodes, m.Fsync
@@ -270,6 +275,7 @@ func CellConfig(base RaftqConfig, m Mode, n Nemesis, seed uint64, dir string) (R
 			return c, err
 		}
 		c.Script, c.Schedule.Kinds = &s, nil
+		w.Duration = max(w.Duration, s.End()+scriptTail)
 	} else {
 		c.Schedule.Kinds = slices.Clone(n.Kinds)
 		if len(n.Targets) > 0 {

@@ -59,8 +59,12 @@ func TestCellConfig_AppliesModeAndNemesis(t *testing.T) {
 	}
 	short := matrixBase()
 	short.Run.Workload.Duration = 20 * time.Second
-	if _, err := CellConfig(short, ms[0], ns[0], 1, "d"); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("a 20 s run of a 32 s script: %v", err)
+	// A scripted cell outlasts its script; the others keep their time.
+	if c, err := CellConfig(short, ms[0], ns[0], 1, "d"); err != nil || c.Run.Workload.Duration != c.Script.End()+scriptTail {
+		t.Errorf("a 20 s run of a %s script: %s, %v", c.Script.End(), c.Run.Workload.Duration, err)
+	}
+	if c, err := CellConfig(short, ms[1], ns[1], 1, "d"); err != nil || c.Run.Workload.Duration != 20*time.Second {
+		t.Errorf("a 20 s run of k1: %s, %v", c.Run.Workload.Duration, err)
 	}
 	if _, err := FindModes([]string{"r-a", "paxos"}); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "i2e-n") {
 		t.Errorf("unknown mode: %v", err)

@@ -51,7 +51,7 @@ func bindMatrixFlags(fs *pflag.FlagSet) *matrixFlags {
 	fs.StringSliceVar(&f.modes, "modes", modes, "rows: replication modes (see jepsen/matrix.go)")
 	fs.StringSliceVar(&f.nemeses, "nemeses", nemeses, "columns: faults")
 	fs.UintSliceVar(&f.seeds, "seeds", []uint{1}, "seeds: one run of every cell per seed")
-	fs.DurationVar(&w.Duration, "time", 40*time.Second, "length of each cell's run (the scripts need 35s)")
+	fs.DurationVar(&w.Duration, "time", 30*time.Second, "length of each cell's run; a scripted cell runs until its script ends plus 5s at least (40s)")
 	fs.BoolVar(&f.quick, "quick", false, "the quick matrix ("+fmt.Sprint(quickModes)+" × "+fmt.Sprint(quickNemeses)+"), unless --modes or --nemeses say otherwise")
 	fs.StringVar(&f.dir, "dir", "jepsen-matrix", "directory of the cells' reports and the table; cells already in it are not run again")
 	fs.Float64Var(&w.Rate, "rate", 500, "operations per second of each cell, all processes together")
