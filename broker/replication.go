@@ -102,6 +102,12 @@ var (
 	// errAppendRefused: the leader refused the batch for now (a transfer
 	// under way, too much uncommitted); it is in no log.
 	errAppendRefused = errors.New("broker: append refused for now")
+	// errLeadershipLost: the leader stepped down with the batch in its
+	// log, unapplied; it may still commit under the next leader. Kafka
+	// answers NOT_LEADER_OR_FOLLOWER then, and so do we: the client
+	// retries on the new leader (an idempotent producer's retry is
+	// deduplicated there if the batch did commit).
+	errLeadershipLost = errors.New("broker: leadership lost before the append committed")
 	// errOutcomeUnknown: the batch may or may not commit.
 	errOutcomeUnknown = errors.New("broker: append outcome unknown")
 	// errReplicaStopped: the replica was closed or halted.
@@ -111,14 +117,15 @@ var (
 // isLeadershipLoss reports whether an append failed because leadership
 // changed (or is changing) under it.
 func isLeadershipLoss(err error) bool {
-	return errors.Is(err, errNotLeader) || errors.Is(err, errAppendLost) || errors.Is(err, errAppendRefused)
+	return errors.Is(err, errNotLeader) || errors.Is(err, errAppendLost) || errors.Is(err, errAppendRefused) ||
+		errors.Is(err, errLeadershipLost)
 }
 
 // replicationErrCode maps a replication failure to a retriable Kafka
 // error: the client refreshes metadata and retries on the leader.
 func replicationErrCode(err error) int16 {
 	switch {
-	case errors.Is(err, errNotLeader), errors.Is(err, errAppendLost):
+	case errors.Is(err, errNotLeader), errors.Is(err, errAppendLost), errors.Is(err, errLeadershipLost):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		errors.Is(err, errOutcomeUnknown):

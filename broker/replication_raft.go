@@ -81,6 +81,8 @@ func classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, raftgroup.ErrLeadershipLost): // before ErrNotLeader, which it joins
+		kind = errLeadershipLost
 	case errors.Is(err, raftgroup.ErrNotLeader):
 		kind = errNotLeader
 	case errors.Is(err, raftgroup.ErrProposalLost):
@@ -101,7 +103,7 @@ func classify(err error) error {
 // to machine.
 func (n *Node) openRaftGroup(ref coordinator.PartitionRef, machine raftgroup.StateMachine) (*raftGroup, error) {
 	p := ref.Partition
-	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: p.Group, Peers: p.Replicas, StateMachine: machine,
+	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: p.Group, Peers: p.Replicas, StateMachine: machine, FailOnStepDown: true,
 		HoldElectionTicks: electionHold(n.meta.View(), p.Replicas, n.cfg.NodeID, n.cfg.ElectionTicks)})
 	if err != nil {
 		return nil, err

@@ -187,6 +187,16 @@ type GroupConfig struct {
 	// proposes registrations and hints; partitions answer clients with the
 	// leader's address instead.
 	ForwardProposals bool
+	// FailOnStepDown fails this replica's appended, unapplied proposals
+	// with ErrLeadershipLost as soon as it stops leading (CheckQuorum on
+	// the wrong side of a partition, a higher term, a transfer), instead
+	// of holding them until the log settles, which for a cut-off leader
+	// is when the partition heals. Kafka answers a produce waiting on a
+	// leader that lost its leadership the same way (NOT_LEADER_OR_FOLLOWER),
+	// and the client retries on the new leader. Partitions set it; the
+	// metadata group, whose callers retry commands only when no leader
+	// took them, does not.
+	FailOnStepDown bool
 	// AlwaysFsync fsyncs this group's WAL even when the host's Fsync is
 	// FsyncNever. The metadata group sets it: a never-fsync policy trades
 	// partition data for speed, as Kafka's default flush policy does, but

@@ -34,7 +34,9 @@
 //     ErrProposalLost (a new leader overwrote its index: will never commit;
 //     joined with a *NotLeaderError naming the new leader),
 //     ErrOutcomeUnknown (a leader's snapshot replaced the log over it),
-//     ErrStopped. A context ending only ends the caller's wait.
+//     ErrLeadershipLost (GroupConfig.FailOnStepDown: this replica stopped
+//     leading with the entry unapplied; it may still commit; joined with
+//     a *NotLeaderError), ErrStopped. A context ending only ends the caller's wait.
 //
 // One caller's accepted proposals enter the log in call order: the queue
 // is FIFO, and once raft refuses a batch every later proposal of that turn

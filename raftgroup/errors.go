@@ -22,6 +22,12 @@ var (
 	// leader overwrote it at its index: it will never commit.
 	ErrProposalLost = errors.New("raftgroup: proposal lost to a new leader")
 
+	// ErrLeadershipLost means this replica stopped leading while the entry
+	// sat in its log unapplied (GroupConfig.FailOnStepDown). The entry
+	// may still commit under the next leader, or be overwritten: its
+	// outcome is unknown. A NotLeaderError joins it.
+	ErrLeadershipLost = errors.New("raftgroup: leadership lost before the proposal was applied; it may still commit")
+
 	// ErrEmptyProposal refuses empty data, which the state machine could not
 	// tell apart from a leader's no-op entry.
 	ErrEmptyProposal = errors.New("raftgroup: empty proposal")

@@ -47,6 +47,7 @@ type Group struct {
 	byIndex        []*Proposal       // appended, not yet applied, ascending index
 	unindexed      []*Proposal       // stepped this cycle, not yet seen in a Ready
 	forward        bool              // GroupConfig.ForwardProposals
+	failOnStepDown bool              // GroupConfig.FailOnStepDown
 	forwarded      []forwardedProposal
 	reads          map[uint64]*readRequest
 	readWait       []*readRequest // index known, waiting for apply
@@ -102,16 +103,17 @@ type readRequest struct {
 func newGroup(h *Host, gc GroupConfig, st Storage) (*Group, error) {
 	g := &Group{
 		id: gc.ID, node: h.cfg.NodeID, host: h, cfg: &h.cfg, sm: gc.StateMachine, storage: st,
-		forward:  gc.ForwardProposals,
-		mem:      raft.NewMemoryStorage(),
-		log:      h.log.With("group", gc.ID),
-		waiters:  map[uint64]*Proposal{},
-		reads:    map[uint64]*readRequest{},
-		notifyc:  make(chan struct{}, 1),
-		stopc:    make(chan struct{}),
-		donec:    make(chan struct{}),
-		space:    make(chan struct{}),
-		statusCh: make(chan struct{}),
+		forward:        gc.ForwardProposals,
+		failOnStepDown: gc.FailOnStepDown,
+		mem:            raft.NewMemoryStorage(),
+		log:            h.log.With("group", gc.ID),
+		waiters:        map[uint64]*Proposal{},
+		reads:          map[uint64]*readRequest{},
+		notifyc:        make(chan struct{}, 1),
+		stopc:          make(chan struct{}),
+		donec:          make(chan struct{}),
+		space:          make(chan struct{}),
+		statusCh:       make(chan struct{}),
 	}
 	g.nextID.Store(randomIDBase())
 	state, err := st.Load()

@@ -518,6 +518,9 @@ func (g *Group) noteSoftState(ss *raft.SoftState) {
 		if ss.RaftState != raft.StateLeader {
 			g.quiescing = false
 		}
+		if g.failOnStepDown && g.lastSoft.RaftState == raft.StateLeader && ss.RaftState != raft.StateLeader {
+			g.failFrom(0, ErrLeadershipLost)
+		}
 	}
 	g.lastSoft = *ss
 }

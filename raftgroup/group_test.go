@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -242,4 +243,38 @@ func TestGroup_ReadIndex(t *testing.T) {
 			t.Fatalf("node %d returned before applying %d", id, res.Index)
 		}
 	}
+}
+
+// With FailOnStepDown, a leader cut off from its followers fails its
+// unapplied proposals as soon as CheckQuorum deposes it, without waiting
+// for the partition to heal (which the test never does before the
+// answer): the client can retry on the new leader at once.
+func TestCluster_FailOnStepDownAnswersBeforeTheHeal(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	for id := uint64(1); id <= 3; id++ {
+		c.createGroup(id, 1, GroupConfig{ID: 1, Peers: []uint64{1, 2, 3}, FailOnStepDown: true})
+	}
+	l := c.leader(1)
+	c.propose(l, "before")
+	c.net.partition(l.node)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := l.Propose(ctx, []byte("unknown"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.WaitAppended(ctx); err != nil {
+		t.Fatalf("a partitioned leader still appends locally: %v", err)
+	}
+	_, err = p.Wait(ctx)
+	if !errors.Is(err, ErrLeadershipLost) || !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("proposal of a deposed leader: err = %v, want ErrLeadershipLost and a NotLeaderError", err)
+	}
+	if l.Status().IsLeader() {
+		t.Fatal("the cut-off node still leads")
+	}
+	c.net.heal()
+	c.propose(c.leader(1), "after")
+	got := c.sm(l.node, 1)
+	eventually(t, "the old leader to apply after", func() bool { return slices.Contains(got.data(), "after") })
 }
