@@ -123,8 +123,9 @@ type Config struct {
 	// server.properties sets them: the defaults of topic configs
 	// (coordinator.BrokerConfigNames: log.retention.ms,
 	// log.cleanup.policy, min.insync.replicas, ...). The metadata leader
-	// writes the defaults they give into group 0, so its win: give every
-	// node the same.
+	// writes the defaults its own give into group 0, where every node
+	// reads them (coordinator.SetTopicDefaults): give every node the
+	// same.
 	BrokerConfigs map[string]string
 
 	Logger *slog.Logger
