@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -118,6 +119,14 @@ type Config struct {
 	// differs, so the metadata leader's flag wins: give every node the
 	// same.
 	EligibleLeaderReplicas bool
+	// BrokerConfigs are Kafka broker configs by Kafka's names, as a
+	// server.properties sets them: the defaults of topic configs
+	// (coordinator.BrokerConfigNames: log.retention.ms,
+	// log.cleanup.policy, min.insync.replicas, ...). The metadata leader
+	// writes the defaults its own give into group 0, where every node
+	// reads them (coordinator.SetTopicDefaults): give every node the
+	// same.
+	BrokerConfigs map[string]string
 
 	Logger *slog.Logger
 }
@@ -184,6 +193,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateGroups(); err != nil {
 		return err
+	}
+	if _, err := coordinator.ResolveTopicDefaults(c.BrokerConfigs); err != nil {
+		return fmt.Errorf("broker: %w", err)
 	}
 	for name, addr := range map[string]string{"kafka": c.KafkaAddr, "peer": c.PeerAddr, "admin": c.AdminAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

@@ -158,10 +158,16 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// configSource is DescribeConfigs' source of a topic config value.
+// configSource is DescribeConfigs' source of a topic config value: the
+// topic's own, the cluster's default from a broker config
+// (STATIC_BROKER_CONFIG, as Kafka names a server.properties value), or
+// Kafka's default.
 func configSource(t *coordinator.Topic, name string) kmsg.ConfigSource {
 	if _, ok := t.Configs[name]; ok {
 		return kmsg.ConfigSourceDynamicTopicConfig
+	}
+	if _, ok := t.ClusterDefault(name); ok {
+		return kmsg.ConfigSourceStaticBrokerConfig
 	}
 	return kmsg.ConfigSourceDefaultConfig
 }

@@ -18,7 +18,7 @@ const (
 )
 
 // serveDescribeConfigs describes topic configs (every key raftq knows,
-// explicit or default) and a few read-only broker settings.
+// explicit or default) and this broker's settings (brokerconfigs.go).
 func (n *Node) serveDescribeConfigs(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -42,7 +42,7 @@ func (n *Node) serveDescribeConfigs(_ *kafka.Conn, req *kafka.Request) kafka.Pen
 			// has none; another broker's id is a request misrouted.
 			switch rr.ResourceName {
 			case strconv.FormatUint(n.cfg.NodeID, 10):
-				cfgs = n.brokerConfigEntries()
+				cfgs = n.brokerConfigEntries(r.IncludeSynonyms, r.IncludeDocumentation)
 			case "":
 			default:
 				out.ErrorCode = kerr.InvalidRequest.Code
@@ -63,8 +63,8 @@ func (n *Node) serveDescribeConfigs(_ *kafka.Conn, req *kafka.Request) kafka.Pen
 }
 
 // topicConfigEntries describes every topic config of t with its type and
-// source and, when asked, as Kafka does, its synonyms (the topic's own
-// value, then the default it overrides) and documentation.
+// source and, when asked, as Kafka does, its synonyms (configSynonyms) and
+// documentation.
 func topicConfigEntries(t *coordinator.Topic, synonyms, docs bool) []kmsg.DescribeConfigsResponseResourceConfig {
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, d := range coordinator.TopicConfigDefs() {
@@ -75,7 +75,7 @@ func topicConfigEntries(t *coordinator.Topic, synonyms, docs bool) []kmsg.Descri
 		c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
 		c.ReadOnly = configReadOnly(t, d)
 		if synonyms {
-			c.ConfigSynonyms = configSynonyms(d, v, c.Source)
+			c.ConfigSynonyms = configSynonyms(t, d)
 		}
 		if docs {
 			doc := d.Doc
@@ -93,36 +93,30 @@ func configReadOnly(t *coordinator.Topic, d coordinator.ConfigDef) bool {
 	return d.Name == "replication.mode" || d.ISROnly != "" && !t.IsISR()
 }
 
-func configSynonyms(d coordinator.ConfigDef, v string, src kmsg.ConfigSource) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
-	syn := func(v string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
-		s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		s.Name, s.Value, s.Source = d.Name, &v, src
-		return s
-	}
+// configSynonyms lists, as Kafka does, where t's value of d comes from,
+// highest priority first: the topic's own value, the broker configs set
+// for it in the cluster's defaults (log.retention.ms, then
+// log.retention.hours), and the broker config holding Kafka's default
+// (log.retention.hours=168). A key that no broker config defaults
+// (replication.mode) lists the topic's own value alone, if it has one.
+func configSynonyms(t *coordinator.Topic, d coordinator.ConfigDef) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
 	out := []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
-	if src != kmsg.ConfigSourceDefaultConfig {
-		out = append(out, syn(v, src))
+	if v, ok := t.Configs[d.Name]; ok {
+		out = append(out, configSynonym(d.Name, &v, kmsg.ConfigSourceDynamicTopicConfig))
 	}
-	return append(out, syn(d.Default, kmsg.ConfigSourceDefaultConfig))
-}
-
-func (n *Node) brokerConfigEntries() []kmsg.DescribeConfigsResponseResourceConfig {
-	vals := [][2]string{
-		{"broker.id", strconv.FormatUint(n.cfg.NodeID, 10)},
-		{"auto.create.topics.enable", strconv.FormatBool(n.cfg.AutoCreateTopics)},
-		{"num.partitions", strconv.Itoa(int(n.cfg.DefaultPartitions))},
-		{"default.replication.factor", strconv.Itoa(int(n.cfg.DefaultReplicationFactor))},
-		{"raftq.fsync", n.cfg.Fsync.String()},
-		{"raftq.wal", walLayout(n.cfg.SharedWAL)},
-		{"raftq.async.writes", strconv.FormatBool(n.cfg.AsyncStorageWrites)},
-		{"raftq.wal.segment.bytes", strconv.FormatInt(processWAL.bytes, 10)}, // the size in effect (walsize.go)
+	if cd, ok := t.ClusterDefault(d.Name); ok {
+		for _, s := range cd.Set {
+			out = append(out, configSynonym(s.Name, &s.Value, kmsg.ConfigSourceStaticBrokerConfig))
+		}
 	}
-	var out []kmsg.DescribeConfigsResponseResourceConfig
-	for _, kv := range vals {
-		c := kmsg.NewDescribeConfigsResponseResourceConfig()
-		v := kv[1]
-		c.Name, c.Value, c.ReadOnly, c.Source = kv[0], &v, true, kmsg.ConfigSourceStaticBrokerConfig
-		out = append(out, c)
+	if b, ok := coordinator.BuiltinDefault(d.Name); ok {
+		out = append(out, configSynonym(b.Name, &b.Default, kmsg.ConfigSourceDefaultConfig))
 	}
 	return out
+}
+
+func configSynonym(name string, v *string, src kmsg.ConfigSource) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Value, s.Source = name, v, src
+	return s
 }

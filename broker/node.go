@@ -151,8 +151,13 @@ func (n *Node) startRaft() error {
 // startController opens group 0 (coordinator.NewController); its loops
 // start once the node listens.
 func (n *Node) startController() error {
+	defaults, err := coordinator.ResolveTopicDefaults(n.cfg.BrokerConfigs)
+	if err != nil {
+		return fmt.Errorf("broker configs: %w", err)
+	}
 	c, err := coordinator.NewController(coordinator.ControllerConfig{
 		NodeID: n.cfg.NodeID, Host: n.host, Metadata: n.meta, Nodes: n.cfg.nodeIDs(), EligibleLeaderReplicas: n.cfg.EligibleLeaderReplicas,
+		TopicDefaults:         defaults,
 		DeadAfter:             3 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval,
 		LeaderBalanceInterval: n.cfg.LeaderBalanceInterval,
 		Connected:             func(id uint64) bool { return n.peer.Stats().Peers[id].Connected },

@@ -57,10 +57,11 @@ func testTopicLifecycle(t *testing.T, mod func(*Config)) {
 	for _, cfg := range rc.Configs {
 		if cfg.Key == "retention.ms" && cfg.MaybeValue() == "60000" {
 			found = true
-			// As Kafka: the topic's value, then the default it overrides.
+			// As Kafka: the topic's value, then the broker config
+			// holding the default it overrides.
 			if len(cfg.Synonyms) != 2 || cfg.Synonyms[0].Source != kmsg.ConfigSourceDynamicTopicConfig ||
-				cfg.Synonyms[1].Source != kmsg.ConfigSourceDefaultConfig || *cfg.Synonyms[1].Value != "604800000" {
-				t.Errorf("retention.ms synonyms %+v, want the topic's value then the default", cfg.Synonyms)
+				cfg.Synonyms[1].Source != kmsg.ConfigSourceDefaultConfig || cfg.Synonyms[1].Key != "log.retention.hours" || *cfg.Synonyms[1].Value != "168" {
+				t.Errorf("retention.ms synonyms %+v, want the topic's value then log.retention.hours=168", cfg.Synonyms)
 			}
 		}
 		if cfg.Key == "segment.bytes" && len(cfg.Synonyms) != 1 {

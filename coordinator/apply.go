@@ -35,6 +35,8 @@ func apply(s *State, c *Command, index uint64) Result {
 		return s.electLeaders(c.ElectLeaders)
 	case c.UpdateFeatures != nil:
 		return s.updateFeatures(c.UpdateFeatures)
+	case c.SetTopicDefaults != nil:
+		return s.setTopicDefaults(c.SetTopicDefaults)
 	}
 	return Result{Err: cmdErr(kerr.InvalidRequest, "empty metadata command")}
 }
@@ -102,7 +104,7 @@ func (s *State) createTopic(c *CreateTopic) Result {
 	if err := validateTopicConfigs(c.Configs, c.AllowISR, c.ConfigVersion); err != nil {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
 	}
-	t := &Topic{Name: c.Name, ID: c.ID, Internal: c.Internal, Configs: maps.Clone(c.Configs)}
+	t := &Topic{Name: c.Name, ID: c.ID, Internal: c.Internal, Configs: maps.Clone(c.Configs), defaults: s.TopicDefaults}
 	if err := s.addPartitions(t, c.Partitions, int(c.ReplicationFactor), c.Assignment); err != nil {
 		return Result{Err: err}
 	}

@@ -22,6 +22,7 @@ type Command struct {
 	AlterPartition      *AlterPartition      `json:"alter_partition,omitempty"`
 	ElectLeaders        *ElectLeaders        `json:"elect_leaders,omitempty"`
 	UpdateFeatures      *UpdateFeatures      `json:"update_features,omitempty"`
+	SetTopicDefaults    *SetTopicDefaults    `json:"set_topic_defaults,omitempty"`
 }
 
 // SetAlive marks a broker alive or not.
@@ -131,6 +132,16 @@ type ElectLeaders struct {
 // UpdateFeatures sets cluster-wide replication features.
 type UpdateFeatures struct {
 	EligibleLeaderReplicas bool `json:"eligible_leader_replicas"`
+}
+
+// SetTopicDefaults replaces the cluster's topic config defaults
+// (State.TopicDefaults) with Defaults. The metadata leader proposes its
+// node's whenever they differ from the state's (Controller), so the
+// metadata leader's broker configs win.
+type SetTopicDefaults struct {
+	Defaults TopicDefaults `json:"defaults,omitempty"`
+	// ConfigVersion is as in CreateTopic.
+	ConfigVersion int `json:"config_version,omitempty"`
 }
 
 // Result is what applying a command returns to its proposer.

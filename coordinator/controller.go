@@ -50,6 +50,11 @@ type ControllerConfig struct {
 	// leader, the node proposes it to group 0 whenever the cluster's
 	// feature differs (the metadata leader's flag wins).
 	EligibleLeaderReplicas bool
+	// TopicDefaults are the node's topic config defaults, from its broker
+	// configs (ResolveTopicDefaults): as metadata leader, the node
+	// proposes them to group 0 whenever the cluster's differ (the
+	// metadata leader's win).
+	TopicDefaults TopicDefaults
 	// Connected reports whether this node hears from node id now.
 	Connected func(id uint64) bool
 	// LastHeard, if set, is when the node last heard from broker id (zero:

@@ -107,6 +107,7 @@ func (c *Controller) reportLeadership(ctx context.Context, hinted map[uint64]uin
 // or dead by whether this node hears from them.
 func (c *Controller) metadataLeaderLoop(ctx context.Context) {
 	lastHeard := map[uint64]time.Time{}
+	defaultsRefused := false
 	periodic.Every(ctx, 250*time.Millisecond, func() {
 		if !c.group.Status().IsLeader() {
 			clear(lastHeard)
@@ -115,7 +116,33 @@ func (c *Controller) metadataLeaderLoop(ctx context.Context) {
 		c.addLearners(ctx)
 		c.updateLiveness(ctx, lastHeard)
 		c.syncFeatures(ctx)
+		c.syncTopicDefaults(ctx, &defaultsRefused)
 	})
+}
+
+// syncTopicDefaults proposes this node's topic defaults when the
+// cluster's differ, as syncFeatures does its flag: the metadata leader's
+// broker configs win, so nodes started with different ones would switch
+// the defaults at each change of metadata leader. Once apply refused them
+// (a node of another version), *refused stops the retries: a refusal is a
+// function of the command, and this node's defaults do not change.
+func (c *Controller) syncTopicDefaults(ctx context.Context, refused *bool) {
+	want := c.cfg.TopicDefaults
+	if *refused || c.cfg.Metadata.View().TopicDefaults.Equal(want) {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	res, err := c.Propose(pctx, &Command{SetTopicDefaults: &SetTopicDefaults{Defaults: want, ConfigVersion: CurrentConfigVersion}})
+	switch {
+	case err != nil:
+		return // retried next tick
+	case res.Err != nil:
+		*refused = true
+		c.log.Error("topic defaults refused", "err", res.Err)
+	default:
+		c.log.Info("topic defaults set from this node's broker configs", "defaults", len(want))
+	}
 }
 
 // syncFeatures proposes this node's EligibleLeaderReplicas flag when the

@@ -303,3 +303,17 @@ func sameIgnoringIndex(a, b *State) bool {
 	x.Index, y.Index = 0, 0
 	return reflect.DeepEqual(x, y)
 }
+
+// The metadata leader proposes its node's topic defaults whenever the
+// cluster's differ: its broker configs win.
+func TestController_SyncsTopicDefaults(t *testing.T) {
+	want, err := ResolveTopicDefaults(map[string]string{"log.retention.hours": "1", "log.cleanup.policy": "compact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newTestController(t, func(cfg *ControllerConfig) { cfg.TopicDefaults = want })
+	m := c.cfg.Metadata
+	waitFor(t, "the node's topic defaults", func() bool { return m.View().TopicDefaults.Equal(want) })
+	mustPropose(t, c, &Command{SetTopicDefaults: &SetTopicDefaults{ConfigVersion: CurrentConfigVersion}})
+	waitFor(t, "the node's topic defaults back", func() bool { return m.View().TopicDefaults.Equal(want) })
+}

@@ -58,6 +58,24 @@
 // above the replication factor) run at apply too: no old entry holds an
 // ISR topic.
 //
+// Topic defaults: a topic takes a config it does not set from the
+// cluster's topic defaults (State.TopicDefaults): Kafka's broker configs
+// that default topic configs (log.retention.ms, log.cleanup.policy,
+// min.insync.replicas, ...; brokerconfigs.go), resolved into topic config
+// values, and failing those from Kafka's own default. Kafka resolves them
+// per broker from its own server.properties when it reads them; raftq
+// holds them in group 0 instead, because every replica removes records by
+// them (retention, compaction) and apply elects ISR leaders by them, so
+// replicas that resolved them differently would diverge. Nor are they
+// copied into each topic at creation: a changed default reaches every
+// topic that sets none, as in Kafka, and DescribeConfigs tells a topic's
+// own value from an inherited one. The metadata leader proposes
+// SetTopicDefaults with its node's whenever they differ from the state's
+// (the metadata leader's win, as for ELR); a log written before them
+// replays with none, as it was applied. Topic.Config reads them through
+// the topic, which carries its state's (every topic of a state does:
+// state_check.go).
+//
 // Versions: every start replays group 0's log from its last snapshot with
 // the binary now running, so apply may never change how an entry already
 // written is applied. A new rule comes with a new command field that only
@@ -72,10 +90,10 @@
 // (the node's hook that opens and removes its replicas, on every change),
 // leadership hints of the partitions the node leads, the metadata
 // leader's housekeeping (learners beyond the 1, 3 or 5 voters, broker
-// liveness from the transport, and the ELR feature: it proposes
-// UpdateFeatures when the state differs from its own
-// ControllerConfig.EligibleLeaderReplicas, so the metadata leader's flag
-// wins) and leader balance (leadership back to the
+// liveness from the transport, the ELR feature and the topic defaults: it
+// proposes UpdateFeatures and SetTopicDefaults when the state differs
+// from its own ControllerConfig.EligibleLeaderReplicas and TopicDefaults,
+// so the metadata leader's flags win) and leader balance (leadership back to the
 // preferred replica). It sees the node's replicas only as LocalReplica,
 // and the transport only as Connected. Its proposals fail with
 // ErrNoController when no group-0 leader took them. Close stops and waits

@@ -29,6 +29,7 @@ var fuzzSeedCommands = []string{
 	`{"delete_topic":{"name":"u"}}`,
 	`{"create_topic":{"name":"i","id":[3,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"partitions":2,"replication_factor":3,"configs":{"replication.mode":"isr","min.insync.replicas":"2"},"allow_isr":true}}`,
 	`{"update_features":{"eligible_leader_replicas":true}}`,
+	`{"set_topic_defaults":{"defaults":{"retention.ms":{"value":"3600000","set":[{"name":"log.retention.hours","value":"1"}]},"min.insync.replicas":{"value":"2","set":[{"name":"min.insync.replicas","value":"2"}]}},"config_version":2}}`,
 	`{"set_alive":{"id":3,"alive":false}}`,
 	`{"register_broker":{"id":3,"kafka_addr":"127.0.0.1:9094","incarnation":"c","start_id":"x"}}`,
 	`{"alter_partition":{"items":[{"group":6,"leader":1,"leader_epoch":0,"partition_epoch":0,"isr":[{"id":1,"broker_epoch":1}]}]}}`,

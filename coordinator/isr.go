@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -13,9 +14,11 @@ import (
 
 // initISR sets up t's partitions from index from on, just placed: every
 // alive replica is in sync (the log is empty) and the first of them leads.
-// Kafka refuses the same way when no assigned replica is unfenced.
+// Kafka refuses the same way when no assigned replica is unfenced. Only
+// the topic's own min.insync.replicas must fit its replication factor: a
+// cluster default above it refuses acks=all writes instead, as in Kafka.
 func (s *State) initISR(t *Topic, from int) error {
-	if min := t.ConfigInt("min.insync.replicas"); min > int64(t.ReplicationFactor()) {
+	if min, err := strconv.ParseInt(t.Configs["min.insync.replicas"], 10, 64); err == nil && min > int64(t.ReplicationFactor()) {
 		return cmdErr(kerr.InvalidConfig, "min.insync.replicas %d exceeds the replication factor %d", min, t.ReplicationFactor())
 	}
 	for i := from; i < len(t.Partitions); i++ {

@@ -103,6 +103,7 @@ func (m *Metadata) Restore(snap *raftpb.Snapshot) error {
 		if err := json.Unmarshal(snap.GetData(), s); err != nil {
 			return fmt.Errorf("restore metadata snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
+		s.linkDefaults()
 		if err := s.check(); err != nil {
 			return fmt.Errorf("restore metadata snapshot at %d: %w", snap.GetMetadata().GetIndex(), err)
 		}

@@ -80,18 +80,34 @@ type Topic struct {
 	Internal   bool              `json:"internal,omitempty"`
 	Configs    map[string]string `json:"configs,omitempty"` // only values set explicitly
 	Partitions []Partition       `json:"partitions"`
+	// defaults are the cluster's topic defaults (State.TopicDefaults) of
+	// the state that holds t, for Config; not encoded. Every topic of a
+	// published State has its State's (linkDefaults; state_check.go).
+	defaults TopicDefaults
 }
 
-// Config returns the topic's value for a config key, falling back to the
-// default in TopicConfigs.
+// Config returns the topic's value for a config key: its own, else the
+// cluster's default from broker configs (ClusterDefault), else Kafka's
+// default in TopicConfigDefs.
 func (t *Topic) Config(key string) string {
 	if v, ok := t.Configs[key]; ok {
 		return v
+	}
+	if d, ok := t.defaults[key]; ok {
+		return d.Value
 	}
 	if d, ok := topicConfigDefs[key]; ok {
 		return d.Default
 	}
 	return ""
+}
+
+// ClusterDefault returns the cluster's default of config key, which t
+// takes unless it sets its own: the broker configs that set it
+// (log.retention.hours for retention.ms), as group 0 holds them.
+func (t *Topic) ClusterDefault(key string) (TopicDefault, bool) {
+	d, ok := t.defaults[key]
+	return d, ok
 }
 
 // IsISR reports whether t replicates in ISR mode (replication.mode=isr):
@@ -121,6 +137,14 @@ type State struct {
 	// at apply: a per-node flag could make replicas of group 0 disagree.
 	// UpdateFeatures sets it.
 	EligibleLeaderReplicas bool `json:"eligible_leader_replicas,omitempty"`
+	// TopicDefaults are the cluster's defaults of topic configs, from the
+	// broker configs (log.retention.ms, log.cleanup.policy, ...) of the
+	// metadata leader that last proposed SetTopicDefaults. They live here,
+	// not in each node's flags, because every replica of a partition must
+	// resolve a default the same way (retention and compaction remove
+	// records on every replica), and so must apply (min.insync.replicas
+	// and unclean election of ISR topics).
+	TopicDefaults TopicDefaults `json:"topic_defaults,omitempty"`
 }
 
 func newState() *State {

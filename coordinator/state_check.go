@@ -7,15 +7,21 @@ import (
 )
 
 // check reports the first way s breaks the shape every applied log
-// leaves: keys that match their values, topics with distinct non-zero
-// ids, partitions numbered by position on distinct raft groups below
-// NextGroup, each on distinct registered brokers, and the ISR invariants
-// (checkISRFields). A restored snapshot is
-// checked before it is published, so that a damaged one stops the group
-// with an error rather than a panic later.
+// leaves: keys that match their values, topic defaults that
+// SetTopicDefaults takes, topics with distinct non-zero ids and the
+// state's topic defaults, partitions numbered by position on distinct
+// raft groups below NextGroup, each on distinct registered brokers, and
+// the ISR invariants (checkISRFields). A restored snapshot is checked
+// before it is published, so that a damaged one stops the group with an
+// error rather than a panic later.
 func (s *State) check() error {
 	if s.Brokers == nil || s.Topics == nil || s.NextGroup <= MetadataGroup || s.NextProducerID < 0 {
 		return errors.New("brokers, topics, next group or next producer id missing")
+	}
+	for k, d := range s.TopicDefaults {
+		if err := checkTopicDefault(k, d, CurrentConfigVersion); err != nil {
+			return fmt.Errorf("topic default %s: %w", k, err)
+		}
 	}
 	for id, b := range s.Brokers {
 		if b == nil || b.ID != id || id == 0 {
@@ -29,6 +35,9 @@ func (s *State) check() error {
 			return fmt.Errorf("topic %q: missing, misnamed, or its id zero or taken", name)
 		}
 		ids[t.ID] = true
+		if !t.defaults.Equal(s.TopicDefaults) {
+			return fmt.Errorf("topic %q: its topic defaults are not the state's", name)
+		}
 		for i, p := range t.Partitions {
 			if err := s.checkPartition(p, i, groups); err != nil {
 				return fmt.Errorf("topic %q partition %d: %w", name, i, err)

@@ -38,6 +38,11 @@ type benchResult struct {
 	// above leave out: the run's first seconds and the records sent then.
 	WarmupS       float64 `json:"warmup_s,omitempty"`
 	WarmupRecords int64   `json:"warmup_records,omitempty"`
+	// Keys and TombstoneRatio, with --keys, say how the records were
+	// keyed: uniformly over Keys distinct keys, that share of them
+	// tombstones (counted at RecordSize in MBPerS all the same).
+	Keys           int     `json:"keys,omitempty"`
+	TombstoneRatio float64 `json:"tombstone_ratio,omitempty"`
 	// Requests and the Request figures time the Produce requests sent
 	// after the warm-up and answered (roundTrips; none with acks=0).
 	Requests     int64   `json:"requests"`
@@ -75,6 +80,7 @@ type benchFlags struct {
 	interval   time.Duration
 	warmup     time.Duration
 	drain      time.Duration
+	keys       *benchKeys // --keys (nil: records without keys)
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -95,9 +101,17 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&b.compress, "compression", "none", "batch compression: none, snappy, lz4 or zstd (values are random, so it saves little)")
 	fs.DurationVar(&b.interval, "interval", 0, "also report latency per interval of send time (e.g. 1s), to see when a stall happened")
 	fs.DurationVar(&b.warmup, "warmup", 0, "produce for this long first, at the same rate, without counting it (client start-up, connections, producer id); the run then measures --duration")
+	keys := fs.Int("keys", 0, "key each record with one of this many distinct keys, drawn uniformly (0: no keys); with -c cleanup.policy=compact, to benchmark compaction")
+	tombstones := fs.Float64("tombstone-ratio", 0, "with --keys, send this share of the records as tombstones (null values)")
+	seed := fs.Uint64("seed", 1, "seed of the key draws (each producer draws its own stream from it)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	bk, err := newBenchKeys(*keys, *tombstones, *seed)
+	if err != nil {
+		return err
+	}
+	b.keys = bk
 	if b.producers < 1 || b.size < 0 || b.interval < 0 || b.warmup < 0 {
 		return usageError{errors.New("--producers must be positive, --record-size, --interval and --warmup non-negative")}
 	}
@@ -133,6 +147,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	res.Setup = setup
 	res.Acks, res.Compression = pf.acks, b.compress
+	if b.keys != nil {
+		res.Keys, res.TombstoneRatio = b.keys.n, b.keys.tombstones
+	}
 	if err := printBench(e, res, b.jsonOut); err != nil {
 		return err
 	}
@@ -199,6 +216,7 @@ func bench(ctx context.Context, e *env, cf *clientFlags, opts []kgo.Opt, b *benc
 
 func produceBench(ctx context.Context, w *sendWindow, b *benchFlags, lim *rate.Limiter, sent *atomic.Int64, lat *latencies) {
 	values := newValuePool(b.size)
+	keys := b.keys.stream()
 	step := limiterStep(lim)
 	for ctx.Err() == nil {
 		if lim != nil && lim.WaitN(ctx, step) != nil {
@@ -208,8 +226,10 @@ func produceBench(ctx context.Context, w *sendWindow, b *benchFlags, lim *rate.L
 			if b.records > 0 && sent.Add(1) > b.records {
 				return
 			}
+			rec := &kgo.Record{Value: values.next()}
+			keys.fill(rec)
 			began := time.Now()
-			w.produce(&kgo.Record{Value: values.next()}, func(err error) {
+			w.produce(rec, func(err error) {
 				lat.record(began, err)
 			})
 		}
@@ -365,6 +385,9 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
 		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
 	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	if r.Keys > 0 {
+		fmt.Fprintf(e.stdout, "keys: %d distinct, drawn uniformly; %.1f%% tombstones\n", r.Keys, 100*r.TombstoneRatio)
+	}
 	if r.Unanswered > 0 {
 		fmt.Fprintf(e.stdout, "%d records still unanswered when the drain timed out (not counted above)\n", r.Unanswered)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +220,72 @@ func TestDurability(t *testing.T) {
 	}
 	if raft := topicReplication(map[string]string{"replication.mode": "raft", "min.insync.replicas": "1"}); len(raft) != 1 {
 		t.Errorf("a raft topic's setup %v, want its mode alone", raft)
+	}
+}
+
+// --keys draws each record's key uniformly from that many, padded to one
+// width, with --tombstone-ratio of the values null; each producer has
+// its own stream of --seed, the same on every run. Bad flags are usage
+// errors.
+func TestBenchKeys(t *testing.T) {
+	for _, bad := range []struct {
+		n     int
+		ratio float64
+	}{{-1, 0}, {10, 1.5}, {10, -0.1}, {0, 0.5}} {
+		var ue usageError
+		if _, err := newBenchKeys(bad.n, bad.ratio, 1); !errors.As(err, &ue) {
+			t.Errorf("--keys %d --tombstone-ratio %g: %v, want a usage error", bad.n, bad.ratio, err)
+		}
+	}
+	none, err := newBenchKeys(0, 0, 1)
+	if err != nil || none != nil {
+		t.Fatalf("no --keys: %v %v", none, err)
+	}
+	rec := &kgo.Record{Value: []byte("v")}
+	none.stream().fill(rec)
+	if rec.Key != nil || rec.Value == nil {
+		t.Errorf("without --keys the record became %+v", rec)
+	}
+
+	draw := func(k *benchKeys, s *keyStream, n int) (keys []string, tombstones int) {
+		for range n {
+			rec := &kgo.Record{Value: []byte("v")}
+			s.fill(rec)
+			if len(rec.Key) != k.width {
+				t.Fatalf("key %q, want %d digits", rec.Key, k.width)
+			}
+			keys = append(keys, string(rec.Key))
+			if rec.Value == nil {
+				tombstones++
+			}
+		}
+		return keys, tombstones
+	}
+	k, err := newBenchKeys(1000, 0.25, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := k.stream(), k.stream()
+	a, tomb := draw(k, first, 100_000)
+	counts := map[string]int{}
+	for _, key := range a {
+		counts[key]++
+	}
+	if len(counts) != 1000 || counts["000"] == 0 || counts["999"] == 0 {
+		t.Errorf("%d distinct keys drawn (000: %d, 999: %d), want all 1000", len(counts), counts["000"], counts["999"])
+	}
+	for key, c := range counts {
+		if c < 60 || c > 140 { // 100 expected; a uniform draw stays well inside
+			t.Errorf("key %s drawn %d times of 100000, want about 100", key, c)
+		}
+	}
+	if tomb < 24_000 || tomb > 26_000 {
+		t.Errorf("%d tombstones of 100000, want about 25000", tomb)
+	}
+	b, _ := draw(k, second, 100)
+	again, _ := newBenchKeys(1000, 0.25, 7)
+	c, _ := draw(again, again.stream(), 100)
+	if slices.Equal(a[:100], b) || !slices.Equal(a[:100], c) {
+		t.Errorf("streams: the second producer's equals the first's: %v; the same seed repeats them: %v", slices.Equal(a[:100], b), slices.Equal(a[:100], c))
 	}
 }

@@ -32,9 +32,15 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	cons := bindConsoleFlags(fs)
 	repl := broker.DefaultConfig()
 	bindReplicationFlags(fs, &repl)
+	brokerConfigs := bindBrokerConfigFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	bc, err := brokerConfigs.configs()
+	if err != nil {
+		return err
+	}
+	repl.BrokerConfigs = bc
 	if *nodes < 1 || *nodes%2 == 0 {
 		return usageError{fmt.Errorf("--nodes %d: want an odd number", *nodes)}
 	}
@@ -113,7 +119,8 @@ func removeOnForcedQuit(ctx context.Context, e *env, dir string) (stop func()) {
 type devStorage struct {
 	fsync, wal string
 	async      bool
-	// repl carries the replication flags (bindReplicationFlags).
+	// repl carries the replication flags (bindReplicationFlags) and the
+	// broker configs (bindBrokerConfigFlags).
 	repl broker.Config
 }
 
@@ -142,6 +149,7 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		c.AsyncStorageWrites = st.async
 		c.ReplicaLagTimeMax, c.ReplicaFetchWaitMax = st.repl.ReplicaLagTimeMax, st.repl.ReplicaFetchWaitMax
 		c.EligibleLeaderReplicas = st.repl.EligibleLeaderReplicas
+		c.BrokerConfigs = st.repl.BrokerConfigs
 		c.DefaultReplicationFactor = int16(min(3, count))
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)

@@ -105,3 +105,12 @@ func TestDev_ReplicationFlags(t *testing.T) {
 		}
 	}
 }
+
+// raftq dev takes the broker configs as raftq server does, and a bad one
+// stops it before any node starts, naming it.
+func TestDev_BadBrokerConfig(t *testing.T) {
+	out := cliPromptly(t, 2, "", "dev", "--nodes", "1", "--data-dir", t.TempDir(), "--override", "log.retention.hours=soon")
+	if want := "broker config log.retention.hours=soon: not an int"; !strings.Contains(out.stderr, want) {
+		t.Errorf("stderr %q, want %q", out.stderr, want)
+	}
+}

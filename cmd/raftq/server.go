@@ -19,6 +19,9 @@ type serverFlags struct {
 	fsync    string
 	wal      string
 	logLevel string
+	// brokerConfigs, when set, fills cfg.BrokerConfigs (dev sets
+	// cfg.BrokerConfigs itself, the same for every node).
+	brokerConfigs *brokerConfigFlags
 }
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
@@ -64,6 +67,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.DurationVar(&c.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", c.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members")
 	fs.IntVar(&c.GroupMaxMetadataBytes, "group-max-metadata-bytes", c.GroupMaxMetadataBytes, "largest member metadata or assignment in JoinGroup/SyncGroup")
 	bindReplicationFlags(fs, c)
+	f.brokerConfigs = bindBrokerConfigFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer acks=all before raft commit (for testing the checkers only)")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
@@ -109,6 +113,13 @@ func (f *serverFlags) config(logger *slog.Logger) (broker.Config, error) {
 		c.SharedWAL = true
 	default:
 		return c, usageError{fmt.Errorf("--wal %q: want group or shared", f.wal)}
+	}
+	if f.brokerConfigs != nil {
+		bc, err := f.brokerConfigs.configs()
+		if err != nil {
+			return c, err
+		}
+		c.BrokerConfigs = bc
 	}
 	c.Logger = logger
 	if err := c.Validate(); err != nil {

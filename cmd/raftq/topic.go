@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator"
 )
@@ -208,9 +209,24 @@ func describeTopicConfigs(ctx context.Context, e *env, adm *kadm.Client, topic s
 	sort.Slice(rc.Configs, func(i, j int) bool { return rc.Configs[i].Key < rc.Configs[j].Key })
 	fmt.Fprintln(e.stdout, "configs:")
 	for _, c := range rc.Configs {
-		fmt.Fprintf(e.stdout, "  %s=%s (%s)%s\n", c.Key, c.MaybeValue(), c.Source, enforcedNote(c.Key))
+		fmt.Fprintf(e.stdout, "  %s=%s (%s%s)%s\n", c.Key, c.MaybeValue(), c.Source, inheritedFrom(c), enforcedNote(c.Key))
 	}
 	return nil
+}
+
+// inheritedFrom names the broker config a value inherited from the
+// cluster's defaults comes from (" from log.retention.hours=1"), its first
+// synonym; nothing for any other value.
+func inheritedFrom(c kadm.Config) string {
+	if c.Source != kmsg.ConfigSourceStaticBrokerConfig || len(c.Synonyms) == 0 {
+		return ""
+	}
+	s := c.Synonyms[0]
+	v := ""
+	if s.Value != nil {
+		v = *s.Value
+	}
+	return fmt.Sprintf(" from %s=%s", s.Key, v)
 }
 
 // topicAlter changes a topic's configs (incrementally: the others keep
