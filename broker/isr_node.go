@@ -173,6 +173,13 @@ func (n *Node) isrEligible(id, brokerEpoch uint64) bool {
 	return ok && b.Alive && b.Epoch == brokerEpoch
 }
 
+// registeredIn reports whether s holds broker id's registration from the
+// start named startID.
+func registeredIn(s *coordinator.State, id uint64, startID string) bool {
+	b, ok := s.Brokers[id]
+	return ok && startID != "" && b.StartID == startID
+}
+
 // brokerEpoch is this node's broker epoch in the metadata, 0 while it is
 // not registered.
 func (n *Node) brokerEpoch() uint64 { return brokerEpochIn(n.meta.View(), n.cfg.NodeID) }
@@ -229,10 +236,17 @@ func (n *Node) electPreferred(ctx context.Context, gid uint64) error {
 }
 
 // updateISR passes group 0's state of an ISR partition to its replica
-// here (a no-op for a raft replica).
+// here (a no-op for a raft replica). Until this process's registration
+// is in s, it passes nothing and the replica keeps no role: s is what the
+// node replayed from before its restart, which may still name it leader
+// (group 0 had not yet noticed it was gone) of a log it has since lost
+// part of. Its registration fences it and elects from the survivors;
+// serving fetches before that would have them truncate to its log.
+// Kafka's broker likewise acts on metadata only once caught up past its
+// own registration.
 func (n *Node) updateISR(r *replica, s *coordinator.State, ref coordinator.PartitionRef) {
 	ir := r.isr()
-	if ir == nil {
+	if ir == nil || !registeredIn(s, n.cfg.NodeID, n.startID) {
 		return
 	}
 	st := isrState(s, ref, n.cfg.NodeID)
