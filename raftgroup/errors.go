@@ -28,6 +28,12 @@ var (
 	// outcome is unknown. A NotLeaderError joins it.
 	ErrLeadershipLost = errors.New("raftgroup: leadership lost before the proposal was applied; it may still commit")
 
+	// ErrLogLost is the fatal error of a replica whose log lacks entries
+	// it acknowledged to its leader: its WAL lost them (a power loss with
+	// FsyncNever), and raft cannot go on with it. The replica must be
+	// rebuilt from the others; the WAL must be fsynced to prevent it.
+	ErrLogLost = errors.New("raftgroup: this replica's log lost entries it had acknowledged (a power loss with fsync never?); raft cannot go on with it: rebuild the replica from the others, and run with fsync always to prevent it")
+
 	// ErrEmptyProposal refuses empty data, which the state machine could not
 	// tell apart from a leader's no-op entry.
 	ErrEmptyProposal = errors.New("raftgroup: empty proposal")

@@ -3,6 +3,7 @@ package raftgroup
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -35,6 +36,9 @@ func (g *Group) process() bool {
 		active = true
 	}
 	for _, m := range in.msgs {
+		if g.halted {
+			break // a step found the log lost (stepRaft)
+		}
 		active = g.step(m) || active
 	}
 	if len(in.props) > 0 {
@@ -44,6 +48,10 @@ func (g *Group) process() bool {
 			g.held = append(g.held, in.props...)
 		}
 		active = true
+	}
+	if g.halted {
+		g.failHeld()
+		return false
 	}
 	if active {
 		g.markActive()
@@ -98,7 +106,7 @@ func (g *Group) step(m *raftpb.Message) bool {
 	if notice {
 		m.Context = nil // a plain heartbeat to raft; the tag is ours
 	}
-	if err := g.raw.Step(m); err != nil {
+	if err := g.stepRaft(m); err != nil {
 		g.log.Debug("step", "type", m.GetType().String(), "from", m.GetFrom(), "err", err)
 	}
 	switch {
@@ -109,6 +117,21 @@ func (g *Group) step(m *raftpb.Message) bool {
 		return false
 	}
 	return true
+}
+
+// stepRaft steps m into raft. etcd raft panics when a message shows this
+// replica's log lost entries it had acknowledged (its leader commits up
+// to an index past its last, "tocommit out of range"): the WAL lost its
+// tail, which a power loss under FsyncNever does. The panic becomes the
+// group's fatal error, saying so, instead of a goroutine dump.
+func (g *Group) stepRaft(m *raftpb.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.fatal("step "+m.GetType().String(), fmt.Errorf("%w: %v", ErrLogLost, r))
+			err = nil
+		}
+	}()
+	return g.raw.Step(m)
 }
 
 // propose steps the queued proposals into raft in queue order, in

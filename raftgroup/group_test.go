@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -277,4 +280,33 @@ func TestCluster_FailOnStepDownAnswersBeforeTheHeal(t *testing.T) {
 	c.propose(c.leader(1), "after")
 	got := c.sm(l.node, 1)
 	eventually(t, "the old leader to apply after", func() bool { return slices.Contains(got.data(), "after") })
+}
+
+// A follower whose log lost what it had acknowledged (its data wiped,
+// as a power loss under FsyncNever can) is not a goroutine dump: raft's
+// panic at its leader's commit index becomes the group's fatal error,
+// ErrLogLost, saying what happened.
+func TestCluster_LostLogIsAClearFatalError(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, nil)
+	l := c.leader(1)
+	for _, v := range seq("x", 0, 5) {
+		c.propose(l, v)
+	}
+	victim := l.node%3 + 1
+	c.converged(1, seq("x", 0, 5), victim)
+	c.stop(victim)
+	if err := os.RemoveAll(filepath.Join(c.root, fmt.Sprintf("node%d", victim))); err != nil {
+		t.Fatal(err)
+	}
+	c.restart(victim, 1)
+	eventually(t, "the wiped follower's group to halt with ErrLogLost", func() bool {
+		for _, err := range c.fatalErrors() {
+			var fe *FatalError
+			if errors.As(err, &fe) && errors.Is(err, ErrLogLost) && fe.Group == 1 && strings.Contains(err.Error(), "tocommit") {
+				return true
+			}
+		}
+		return false
+	})
+	c.propose(c.leader(1), "y") // the others carry on
 }
