@@ -150,6 +150,7 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		c.ReplicaLagTimeMax, c.ReplicaFetchWaitMax = st.repl.ReplicaLagTimeMax, st.repl.ReplicaFetchWaitMax
 		c.EligibleLeaderReplicas = st.repl.EligibleLeaderReplicas
 		c.BrokerConfigs = st.repl.BrokerConfigs
+		c.LogCleanerBackoff, c.LogCleanerIOBytesPerSec = st.repl.LogCleanerBackoff, st.repl.LogCleanerIOBytesPerSec
 		c.DefaultReplicationFactor = int16(min(3, count))
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)

@@ -57,8 +57,6 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.IntVar(&c.ElectionTicks, "election-ticks", c.ElectionTicks, "raft election timeout in ticks")
 	fs.Uint64Var(&c.SnapshotEntries, "snapshot-entries", c.SnapshotEntries, "applied entries between raft snapshots")
 	fs.DurationVar(&c.RetentionCheckInterval, "retention-check-interval", c.RetentionCheckInterval, "how often leaders apply retention")
-	fs.DurationVar(&c.LogCleanerBackoff, "log-cleaner-backoff", c.LogCleanerBackoff, "how often the log cleaner looks for compacted partitions to clean (Kafka's log.cleaner.backoff.ms)")
-	fs.Float64Var(&c.LogCleanerIOBytesPerSec, "log-cleaner-io-bytes-per-sec", c.LogCleanerIOBytesPerSec, "bound on the log cleaner's reads and writes, bytes per second; 0 is unbounded (Kafka's log.cleaner.io.max.bytes.per.second)")
 	fs.DurationVar(&c.LeaderBalanceInterval, "leader-balance-interval", c.LeaderBalanceInterval, "how often leaders hand partitions back to their preferred replica (0 disables)")
 	fs.Int32Var(&c.OffsetsPartitions, "offsets-partitions", c.OffsetsPartitions, "partitions of __consumer_offsets (each a raft group coordinating the groups that hash to it)")
 	fs.DurationVar(&c.OffsetsRetention, "offsets-retention", c.OffsetsRetention, "how long an empty consumer group's offsets are kept")
@@ -76,8 +74,10 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 
 // bindReplicationFlags binds the replication flags server and dev share:
 // the ISR mode's Kafka settings and the lag time that raft topics' ISR in
-// Metadata uses too.
+// Metadata uses too, and the log cleaner's pace.
 func bindReplicationFlags(fs *pflag.FlagSet, c *broker.Config) {
+	fs.DurationVar(&c.LogCleanerBackoff, "log-cleaner-backoff", c.LogCleanerBackoff, "how often the log cleaner looks for compacted partitions to clean (Kafka's log.cleaner.backoff.ms)")
+	fs.Float64Var(&c.LogCleanerIOBytesPerSec, "log-cleaner-io-bytes-per-sec", c.LogCleanerIOBytesPerSec, "bound on the log cleaner's reads and writes, bytes per second; 0 is unbounded (Kafka's log.cleaner.io.max.bytes.per.second)")
 	fs.DurationVar(&c.ReplicaLagTimeMax, "replica-lag-time-max", c.ReplicaLagTimeMax,
 		"Kafka's replica.lag.time.max.ms: an isr topic's follower not caught up with its leader for this long leaves the ISR; a raft topic's voter behind its leader for this long leaves the ISR that Metadata reports and counts as under-replicated")
 	fs.DurationVar(&c.ReplicaFetchWaitMax, "replica-fetch-wait-max", c.ReplicaFetchWaitMax,
