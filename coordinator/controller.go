@@ -58,10 +58,11 @@ type ControllerConfig struct {
 	// Connected reports whether this node hears from node id now.
 	Connected func(id uint64) bool
 	// LastHeard, if set, is when the node last heard from broker id (zero:
-	// never). A node that becomes the metadata leader counts a broker it
-	// is not connected to as silent since then, not since its own
-	// election, so that the death of the old metadata leader's node is
-	// not noticed an election later than any other node's.
+	// never), also after the connection was lost. The metadata leader
+	// counts a broker silent since then whether or not it is connected: a
+	// paused process keeps its connections open and sends nothing, and a
+	// new metadata leader notices the old one's death no later than any
+	// other node's, not an election later.
 	LastHeard func(id uint64) time.Time
 	// Local lists the partition replicas this node hosts.
 	Local func() []LocalReplica

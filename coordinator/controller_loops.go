@@ -187,11 +187,8 @@ func learnerChange(id uint64) *raftpb.ConfChangeV2 {
 func (c *Controller) updateLiveness(ctx context.Context, lastHeard map[uint64]time.Time) {
 	now := time.Now()
 	for id, b := range c.cfg.Metadata.View().Brokers {
-		if id == c.cfg.NodeID || c.cfg.Connected(id) {
-			lastHeard[id] = now
-		} else if _, ok := lastHeard[id]; !ok {
-			lastHeard[id] = c.silentSince(id, now)
-		}
+		_, seen := lastHeard[id]
+		lastHeard[id] = c.heardAt(id, now, lastHeard[id], seen)
 		alive := now.Sub(lastHeard[id]) < c.cfg.DeadAfter
 		if alive == b.Alive {
 			continue
@@ -234,15 +231,23 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 	}
 }
 
-// silentSince is when broker id, which this new metadata leader is not
-// connected to, was last heard from: what the node's transport knows, or
-// now (a grace period from the election) if it never heard from it.
-func (c *Controller) silentSince(id uint64, now time.Time) time.Time {
-	if c.cfg.LastHeard == nil {
+// heardAt is when this node last heard from broker id: now for itself;
+// else the transport's last frame from it, connected or not (an open
+// connection is not enough: a paused process keeps its connections open
+// and sends nothing, and a live peer sends a frame at least every
+// keepalive); without one, now while connected, else prev, or now when
+// this metadata leader sees id for the first time (a grace period).
+func (c *Controller) heardAt(id uint64, now, prev time.Time, seen bool) time.Time {
+	if id == c.cfg.NodeID {
 		return now
 	}
-	if t := c.cfg.LastHeard(id); !t.IsZero() && t.Before(now) {
-		return t
+	if c.cfg.LastHeard != nil {
+		if t := c.cfg.LastHeard(id); !t.IsZero() && !t.After(now) {
+			return t
+		}
 	}
-	return now
+	if c.cfg.Connected(id) || !seen {
+		return now
+	}
+	return prev
 }

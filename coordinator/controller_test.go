@@ -266,33 +266,44 @@ func TestController_SyncsEligibleLeaderReplicas(t *testing.T) {
 	}
 }
 
-// A new metadata leader counts a broker it is not connected to as silent
-// since its transport last heard from it, so that the death of the old
-// metadata leader's node costs no extra grace period: DeadAfter runs from
-// the death, not from the election.
-func TestController_SilentSinceTheTransportLastHeard(t *testing.T) {
+// The metadata leader dates each broker by the transport's last frame
+// from it, connected or not: a new metadata leader counts the old one's
+// death from when it died, not from its own election, and a paused
+// broker, whose connections stay open, falls silent all the same.
+// Without a frame it is now while connected, else the first sight.
+func TestController_HeardAtTheTransportsLastFrame(t *testing.T) {
 	now := time.Now()
-	heard := now.Add(-2 * time.Second)
-	c := &Controller{cfg: ControllerConfig{LastHeard: func(id uint64) time.Time {
-		switch id {
-		case 2:
-			return heard
-		case 3:
-			return now.Add(time.Second) // a clock step: not in the past
-		}
-		return time.Time{}
-	}}}
+	heard, prev := now.Add(-2*time.Second), now.Add(-time.Second)
+	connected := map[uint64]bool{2: true, 4: true}
+	c := &Controller{cfg: ControllerConfig{NodeID: 1, Connected: func(id uint64) bool { return connected[id] },
+		LastHeard: func(id uint64) time.Time {
+			switch id {
+			case 2, 3:
+				return heard
+			case 4:
+				return now.Add(time.Second) // a clock step: not in the past
+			}
+			return time.Time{}
+		}}}
 	for _, tc := range []struct {
 		id   uint64
+		seen bool
 		want time.Time
-	}{{2, heard}, {3, now}, {4, now}} {
-		if got := c.silentSince(tc.id, now); !got.Equal(tc.want) {
-			t.Errorf("broker %d silent since %v, want %v", tc.id, got, tc.want)
+	}{
+		{1, true, now},   // itself
+		{2, true, heard}, // connected but silent (paused)
+		{3, true, heard}, // gone, dated by its last frame
+		{4, true, now},   // connected, the frame's time unusable
+		{5, true, prev},  // gone, never heard: as before
+		{5, false, now},  // never heard, first sight: a grace period
+	} {
+		if got := c.heardAt(tc.id, now, prev, tc.seen); !got.Equal(tc.want) {
+			t.Errorf("broker %d (seen %v) heard at %v, want %v", tc.id, tc.seen, got, tc.want)
 		}
 	}
 	c.cfg.LastHeard = nil
-	if got := c.silentSince(2, now); !got.Equal(now) {
-		t.Errorf("without the transport's view: %v, want now", got)
+	if got := c.heardAt(2, now, prev, true); !got.Equal(now) {
+		t.Errorf("without the transport's view, a connected broker: %v, want now", got)
 	}
 }
 
