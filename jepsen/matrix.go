@@ -429,27 +429,74 @@ func readResults(dir string) (*Results, error) {
 }
 
 // Measured classifies a cell's outcome the way MatrixExpected does: L
-// when an acknowledged write was lost, else U when fewer than half the
-// sends attempted during faults were ok, else ok; "error" when the run
-// produced no results.
+// when an acknowledged write was lost, else U when the partition the
+// faults hurt most (Measures.WorstPartitionFaults; without one, all of
+// them) had fewer than half its sends during faults ok, else ok;
+// "error" when the run produced no results.
 func (c MatrixCell) Measured() string {
 	switch {
 	case c.Measures == nil:
 		return "error"
 	case c.Measures.Loss > 0:
 		return "L"
-	case c.Measures.AvailabilityFaults.Attempted > 0 && c.Measures.AvailabilityFaults.Value < 0.5:
+	case c.unavailable():
 		return "U"
 	}
 	return "ok"
 }
 
-// Disagrees says how a measured cell contradicts its expected outcome
+// unavailable reports whether the faults left a partition (or, without
+// enough sends to judge one, the cluster) unavailable to acks=all: under
+// half its sends during faults ok.
+func (c MatrixCell) unavailable() bool {
+	m := c.Measures
+	if w := m.WorstPartitionFaults; w.Partition != "" {
+		return w.Value < 0.5
+	}
+	return m.AvailabilityFaults.Attempted > 0 && m.AvailabilityFaults.Value < 0.5
+}
+
+// Disagrees lists how a measured cell contradicts its expected outcome:
+// on loss (LossDisagrees) and on availability (AvailabilityDisagrees),
+// one line each; empty when they agree or nothing was expected.
+func (c MatrixCell) Disagrees() string {
+	var out []string
+	for _, d := range []string{c.LossDisagrees(), c.AvailabilityDisagrees()} {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// AvailabilityDisagrees says how a cell's availability contradicts its
+// expected outcome: U expected (acks=all unavailable for the fault) and
+// every partition kept at least half its sends, or none expected (ok, W)
+// and a partition kept less. Cells that lost writes, or expect them (L
+// may come with either), are judged on loss only.
+func (c MatrixCell) AvailabilityDisagrees() string {
+	exp, got := c.Expected, c.Measured()
+	if exp == "" || exp == "n/a" || got == "error" || got == "L" || strings.Contains(exp, "L") {
+		return ""
+	}
+	w := c.Measures.WorstPartitionFaults
+	switch wantU := strings.Contains(exp, "U"); {
+	case wantU && got != "U":
+		return fmt.Sprintf("%s/%s seed %d: expected %s, but every partition stayed available (the worst, %s, had %.2f of its sends in faults ok)",
+			c.Mode, c.Nemesis, c.Seed, exp, orDash(w.Partition), w.Value)
+	case !wantU && got == "U":
+		return fmt.Sprintf("%s/%s seed %d: expected %s, but %s had only %.2f of its sends in faults ok",
+			c.Mode, c.Nemesis, c.Seed, exp, orDash(w.Partition), w.Value)
+	}
+	return ""
+}
+
+// LossDisagrees says how a measured cell contradicts its expected outcome
 // on loss, the claim the matrix exists to check: a loss where none was
 // expected, or none where one was (L; L? needs a coincidence and is not
 // a disagreement either way). Empty when they agree or nothing was
 // expected.
-func (c MatrixCell) Disagrees() string {
+func (c MatrixCell) LossDisagrees() string {
 	exp, got := c.Expected, c.Measured()
 	if exp == "" || exp == "n/a" || got == "error" || strings.Contains(exp, "L?") {
 		return ""
@@ -481,20 +528,33 @@ func (c MatrixCell) cellText() string {
 	}
 	m := c.Measures
 	fo, _ := m.IsolatedFailovers()
+	var over []int64
+	for _, f := range m.Faults {
+		if f.Overlapped && f.FailoverNs >= 0 {
+			over = append(over, f.FailoverNs)
+		}
+	}
+	r := func(ns int64) string { return time.Duration(ns).Round(10 * time.Millisecond).String() }
 	failover := "-"
 	if len(fo) > 0 {
-		r := func(ns int64) string { return time.Duration(ns).Round(10 * time.Millisecond).String() }
 		failover = r(percentile(fo, 50))
 		if len(fo) > 1 {
 			failover += " max " + r(slices.Max(fo))
 		}
 	}
+	if len(over) > 0 {
+		failover += " (overlapped faults: max " + r(slices.Max(over)) + ")"
+	}
+	avail := fmt.Sprintf("%.2f", m.AvailabilityFaults.Value)
+	if w := m.WorstPartitionFaults; w.Partition != "" {
+		avail += fmt.Sprintf(", worst partition %.2f", w.Value)
+	}
 	crashes := ""
 	if c.Crashes > 0 {
 		crashes = fmt.Sprintf(" · %d node crashes", c.Crashes)
 	}
-	return fmt.Sprintf("%s %s · loss/M %.0f · avail %.2f · failover %s%s (exp. %s)",
-		c.Verdict, c.Measured(), m.LossPerMillion, m.AvailabilityFaults.Value, failover, crashes, orDash(c.Expected))
+	return fmt.Sprintf("%s %s · loss/M %.0f · avail %s · failover %s%s (exp. %s)",
+		c.Verdict, c.Measured(), m.LossPerMillion, avail, failover, crashes, orDash(c.Expected))
 }
 
 func orDash(s string) string {
@@ -548,9 +608,11 @@ func WriteMatrixTable(w io.Writer, modes []Mode, nemeses []Nemesis, cells []Matr
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nEach cell: checkers' verdict, measured class (ok, U: under half the sends during faults ok, L: acknowledged writes lost), " +
-		"loss per million acknowledged (unseen + inconsistent offsets), availability during faults (ok sends / sends), " +
-		"failover p50 (and max) over the faults no other fault overlapped, and ISR-NOTES §4.3's expected outcome.\n\n")
+	b.WriteString("\nEach cell: checkers' verdict, measured class (L: acknowledged writes lost; U: the partition the faults hurt most " +
+		"had under half its sends during faults ok; else ok), loss per million acknowledged (unseen + inconsistent offsets), " +
+		"availability during faults (ok sends / sends, over all partitions and for the worst one), " +
+		"failover p50 (and max) over the faults no other fault overlapped (and the max of those overlapped), " +
+		"and ISR-NOTES §4.3's expected outcome.\n\n")
 	for _, m := range modes {
 		fmt.Fprintf(&b, "- %s: %s\n", m.Name, m.Doc)
 	}

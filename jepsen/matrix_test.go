@@ -203,3 +203,46 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 		t.Errorf("a skipped cell lost its run error: %+v", c)
 	}
 }
+
+// A cell is U when its worst partition had under half its sends during
+// faults ok, however available the others kept the whole; its expected
+// outcome is checked on loss and on availability.
+func TestMatrixCell_MeasuredAndDisagreements(t *testing.T) {
+	cell := func(exp string, loss int, all, worst float64) MatrixCell {
+		m := &Measures{Loss: loss, AvailabilityFaults: Ratio{OK: int(all * 100), Attempted: 100, Value: all},
+			WorstPartitionFaults: PartitionRatio{Partition: "t/1", Ratio: Ratio{OK: int(worst * 20), Attempted: 20, Value: worst}}}
+		if loss > 0 {
+			m.LossPerMillion = 1e6 * float64(loss) / 100
+		}
+		return MatrixCell{Mode: "i2-n", Nemesis: "lrs", Seed: 1, Expected: exp, Measures: m}
+	}
+	for _, tc := range []struct {
+		c        MatrixCell
+		measured string
+		loss, av bool // a loss disagreement, an availability one
+	}{
+		{cell("ok, U", 0, 0.95, 0.2), "U", false, false}, // one partition down, as expected
+		{cell("ok, U", 0, 0.95, 0.8), "ok", false, true}, // expected U, stayed writable
+		{cell("ok", 0, 0.95, 0.2), "U", false, true},     // expected ok, a partition stopped
+		{cell("W", 0, 1, 1), "ok", false, false},         // writable, as expected
+		{cell("L, U", 5, 0.9, 0.1), "L", false, false},   // the expected loss
+		{cell("ok", 5, 0.9, 0.9), "L", true, false},      // an unexpected loss
+		{cell("L", 0, 0.9, 0.1), "U", true, false},       // the expected loss did not happen; judged on loss only
+		{cell("L?", 5, 0.9, 0.9), "L", false, false},     // a coincidence either way
+		{cell("n/a", 0, 0.9, 0.1), "U", false, false},    // nothing expected
+	} {
+		c := tc.c
+		if got := c.Measured(); got != tc.measured {
+			t.Errorf("%s %+v: measured %s, want %s", c.Expected, c.Measures.WorstPartitionFaults, got, tc.measured)
+		}
+		if got := c.LossDisagrees() != ""; got != tc.loss {
+			t.Errorf("%s, measured %s: loss disagreement %q, want one: %v", c.Expected, c.Measured(), c.LossDisagrees(), tc.loss)
+		}
+		if got := c.AvailabilityDisagrees() != ""; got != tc.av {
+			t.Errorf("%s, measured %s: availability disagreement %q, want one: %v", c.Expected, c.Measured(), c.AvailabilityDisagrees(), tc.av)
+		}
+		if !strings.Contains(c.cellText(), "worst partition") {
+			t.Errorf("cell text %q names no worst partition", c.cellText())
+		}
+	}
+}

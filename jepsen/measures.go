@@ -22,7 +22,9 @@ import (
 //     completion of its stop (or the end of the history). A send is in a
 //     window when it was invoked in it. Availability is ok sends over
 //     sends attempted, overall, in any window, outside every window, and
-//     per window.
+//     per window; and in any window per partition, of which the worst
+//     (among partitions with at least minPartitionSends there) is kept:
+//     a fault that stops one partition of four hides in the total.
 //   - Failover of a fault, per partition: from the window's start to the
 //     completion of the first ok send to that partition invoked once the
 //     fault had taken effect (its start completed: a partition's rules
@@ -61,6 +63,11 @@ type Measures struct {
 	Availability        Ratio `json:"availability"`
 	AvailabilityFaults  Ratio `json:"availability_during_faults"`
 	AvailabilityOutside Ratio `json:"availability_outside_faults"`
+	// WorstPartitionFaults is the availability during faults of the
+	// partition that had the least, among those sent to at least
+	// minPartitionSends times in faults, and which it is: a fault that
+	// stops one partition of four hides in AvailabilityFaults.
+	WorstPartitionFaults PartitionRatio `json:"worst_partition_availability_during_faults"`
 
 	Faults []FaultMeasure `json:"faults,omitempty"`
 
@@ -69,6 +76,17 @@ type Measures struct {
 	LatencyP50Ns         int64   `json:"send_latency_p50_ns_outside_faults"`
 	LatencyP99Ns         int64   `json:"send_latency_p99_ns_outside_faults"`
 }
+
+// PartitionRatio is a partition's Ratio; Partition is empty when no
+// partition qualified.
+type PartitionRatio struct {
+	Partition string `json:"partition,omitempty"`
+	Ratio
+}
+
+// minPartitionSends is how many sends a partition needs during faults
+// for its availability to count as the worst: fewer say little.
+const minPartitionSends = 10
 
 // Ratio is ok sends over sends attempted; Value is 0 when none was.
 type Ratio struct {
@@ -166,6 +184,7 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 		m.Faults[i] = FaultMeasure{Nemesis: w.nemesis, StartNs: w.start, EndNs: w.end}
 	}
 	var outsideLat []int64
+	inFaults := map[string]*Ratio{}
 	first, last := int64(-1), int64(0)
 	for _, p := range a.pairs {
 		if p.inv.F != FSend || p.inv.Send == nil {
@@ -185,6 +204,11 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 		}
 		if in {
 			m.AvailabilityFaults.add(ok)
+			tp := p.inv.Send.TP().String()
+			if inFaults[tp] == nil {
+				inFaults[tp] = &Ratio{}
+			}
+			inFaults[tp].add(ok)
 		} else {
 			m.AvailabilityOutside.add(ok)
 		}
@@ -196,6 +220,7 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 		}
 	}
 	m.Attempted, m.Acknowledged = m.Availability.Attempted, m.Availability.OK
+	m.WorstPartitionFaults = worstPartition(inFaults)
 	m.perMillion()
 	m.failovers(a, wins)
 	if span := last - first; first >= 0 && span > 0 {
@@ -206,6 +231,24 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 	}
 	m.LatencyP50Ns, m.LatencyP99Ns = percentile(outsideLat, 50), percentile(outsideLat, 99)
 	return m
+}
+
+// worstPartition is the partition of least availability among those
+// with at least minPartitionSends sends (ties: the first by name).
+func worstPartition(rs map[string]*Ratio) PartitionRatio {
+	var w PartitionRatio
+	names := make([]string, 0, len(rs))
+	for tp := range rs {
+		names = append(names, tp)
+	}
+	slices.Sort(names)
+	for _, tp := range names {
+		r := rs[tp]
+		if r.Attempted >= minPartitionSends && (w.Partition == "" || r.Value < w.Value) {
+			w = PartitionRatio{Partition: tp, Ratio: *r}
+		}
+	}
+	return w
 }
 
 func (m *Measures) perMillion() {

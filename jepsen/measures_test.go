@@ -1,6 +1,7 @@
 package jepsen
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -215,5 +216,43 @@ func TestMeasures_OverlappedFailoverLeftOutOfSummaries(t *testing.T) {
 	}
 	if line := m.String(); !strings.Contains(line, "failover-overlapped=1") || !strings.Contains(line, "failover-p99=") {
 		t.Errorf("measures line %q", line)
+	}
+}
+
+// The worst partition during faults is the one with the lowest share of
+// ok sends among those with at least minPartitionSends: here t/1 (3 of
+// 10), not t/2, whose 2 failed sends are too few to judge, while the
+// whole cluster's availability (13 of 22) hides t/1's outage.
+func TestMeasures_WorstPartitionDuringFaults(t *testing.T) {
+	b := &hb{}
+	b.nemesis(FStart, "kill")
+	var p0, p1 []any
+	for i := range 10 {
+		v := fmt.Sprintf("a%d", i)
+		b.send(0, 0, v, OK, int64(i))
+		p0 = append(p0, i, v)
+	}
+	for i := range 10 {
+		v := fmt.Sprintf("b%d", i)
+		if i < 3 {
+			b.send(1, 1, v, OK, int64(i))
+			p1 = append(p1, i, v)
+			continue
+		}
+		b.sendDone(b.sendInv(10+i, 1, v), Info, 0) // an info ends its process
+	}
+	for i := range 2 {
+		b.sendDone(b.sendInv(20+i, 2, fmt.Sprintf("c%d", i)), Info, 0)
+	}
+	b.nemesis(FStop, "kill")
+	b.final(4, 0, OK, 10, p0...)
+	b.final(4, 1, OK, 3, p1...)
+	m := check(t, b.h).Measures
+	w := m.WorstPartitionFaults
+	if w.Partition != "t/1" || w.OK != 3 || w.Attempted != 10 || !near(w.Value, 0.3) {
+		t.Errorf("worst partition %+v, want t/1 with 3 of 10", w)
+	}
+	if m.AvailabilityFaults.OK != 13 || m.AvailabilityFaults.Attempted != 22 {
+		t.Errorf("availability during faults %+v, want 13 of 22", m.AvailabilityFaults)
 	}
 }

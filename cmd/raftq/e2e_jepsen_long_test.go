@@ -98,7 +98,7 @@ func TestE2E_JepsenLong_QuickMatrix(t *testing.T) {
 	}
 	for _, c := range cells {
 		if strings.HasPrefix(c.Mode, "r-") {
-			if d := c.Disagrees(); d != "" || c.Measures == nil {
+			if d := c.LossDisagrees(); d != "" || c.Measures == nil {
 				t.Errorf("raft cell %s/%s: %s %s", c.Mode, c.Nemesis, d, c.Err)
 			}
 		}
