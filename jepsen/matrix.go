@@ -429,10 +429,9 @@ func readResults(dir string) (*Results, error) {
 }
 
 // Measured classifies a cell's outcome the way MatrixExpected does: L
-// when an acknowledged write was lost, else U when the partition the
-// faults hurt most (Measures.WorstPartitionFaults; without one, all of
-// them) had fewer than half its sends during faults ok, else ok;
-// "error" when the run produced no results.
+// when an acknowledged write was lost, else U when a fault stopped
+// acks=all writes for most of its length (unavailable), else ok; "error"
+// when the run produced no results.
 func (c MatrixCell) Measured() string {
 	switch {
 	case c.Measures == nil:
@@ -445,15 +444,27 @@ func (c MatrixCell) Measured() string {
 	return "ok"
 }
 
-// unavailable reports whether the faults left a partition (or, without
-// enough sends to judge one, the cluster) unavailable to acks=all: under
-// half its sends during faults ok.
+// stallFloor is the shortest failover that counts as unavailability
+// rather than a failover blip: longer than an election and a client's
+// request timeout (5 s in jepsen) together.
+const stallFloor = 5 * time.Second
+
+// unavailable reports whether some fault, overlapped or not, kept a
+// partition from taking an ok send for at least half the fault's window
+// and at least stallFloor, or until the end. It is judged by time, not by
+// the share of ok sends: a send to a stopped partition blocks its worker
+// for the op timeout while a healthy one takes milliseconds, so counted
+// sends under-weight an outage by orders of magnitude.
 func (c MatrixCell) unavailable() bool {
-	m := c.Measures
-	if w := m.WorstPartitionFaults; w.Partition != "" {
-		return w.Value < 0.5
+	for _, f := range c.Measures.Faults {
+		if f.FailoverNs < 0 {
+			return true
+		}
+		if d := time.Duration(f.FailoverNs); d >= stallFloor && 2*f.FailoverNs >= f.EndNs-f.StartNs {
+			return true
+		}
 	}
-	return m.AvailabilityFaults.Attempted > 0 && m.AvailabilityFaults.Value < 0.5
+	return false
 }
 
 // Disagrees lists how a measured cell contradicts its expected outcome:
@@ -479,14 +490,25 @@ func (c MatrixCell) AvailabilityDisagrees() string {
 	if exp == "" || exp == "n/a" || got == "error" || got == "L" || strings.Contains(exp, "L") {
 		return ""
 	}
-	w := c.Measures.WorstPartitionFaults
+	stall := time.Duration(0)
+	for _, f := range c.Measures.Faults {
+		if f.FailoverNs < 0 {
+			stall = -1
+			break
+		}
+		stall = max(stall, time.Duration(f.FailoverNs))
+	}
+	longest := "never recovered"
+	if stall >= 0 {
+		longest = stall.Round(10*time.Millisecond).String()
+	}
 	switch wantU := strings.Contains(exp, "U"); {
 	case wantU && got != "U":
-		return fmt.Sprintf("%s/%s seed %d: expected %s, but every partition stayed available (the worst, %s, had %.2f of its sends in faults ok)",
-			c.Mode, c.Nemesis, c.Seed, exp, orDash(w.Partition), w.Value)
+		return fmt.Sprintf("%s/%s seed %d: expected %s, but no fault stopped writes for most of its length (longest failover %s)",
+			c.Mode, c.Nemesis, c.Seed, exp, longest)
 	case !wantU && got == "U":
-		return fmt.Sprintf("%s/%s seed %d: expected %s, but %s had only %.2f of its sends in faults ok",
-			c.Mode, c.Nemesis, c.Seed, exp, orDash(w.Partition), w.Value)
+		return fmt.Sprintf("%s/%s seed %d: expected %s, but a fault stopped writes for most of its length (longest failover %s)",
+			c.Mode, c.Nemesis, c.Seed, exp, longest)
 	}
 	return ""
 }
@@ -608,8 +630,8 @@ func WriteMatrixTable(w io.Writer, modes []Mode, nemeses []Nemesis, cells []Matr
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nEach cell: checkers' verdict, measured class (L: acknowledged writes lost; U: the partition the faults hurt most " +
-		"had under half its sends during faults ok; else ok), loss per million acknowledged (unseen + inconsistent offsets), " +
+	b.WriteString("\nEach cell: checkers' verdict, measured class (L: acknowledged writes lost; U: a fault kept a partition from an ok send " +
+		"for half its length and at least 5 s; else ok), loss per million acknowledged (unseen + inconsistent offsets), " +
 		"availability during faults (ok sends / sends, over all partitions and for the worst one), " +
 		"failover p50 (and max) over the faults no other fault overlapped (and the max of those overlapped), " +
 		"and ISR-NOTES §4.3's expected outcome.\n\n")

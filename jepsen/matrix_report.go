@@ -144,7 +144,7 @@ var matrixTmpl = template.Must(template.New("matrix").Parse(`<!doctype html>
 {{if .Nemeses}}<table><tr><th>mode</th>{{range .Nemeses}}<th>{{.Name}} ({{.Nodes}} nodes)</th>{{end}}</tr>
 {{range .Rows}}<tr><th>{{.Mode}}</th>{{range .Cells}}<td>{{range .}}<a href="{{.Href}}">{{.Text}}</a><br>{{end}}</td>{{end}}</tr>
 {{end}}</table>
-<p>Each cell: the checkers' verdict, the measured class (L: acknowledged writes lost; U: the partition the faults hurt most had under half its sends during faults ok; ok), loss per million acknowledged, availability during faults (all partitions, and the worst), failover p50 (and max) over the faults no other fault overlapped (and the max of those overlapped), and ISR-NOTES §4.3's expected outcome. Each links to the cell's report: its throughput plot is the timeline of ok and failed sends with the faults shaded.</p>
+<p>Each cell: the checkers' verdict, the measured class (L: acknowledged writes lost; U: a fault kept a partition from an ok send for half its length and at least 5 s; ok), loss per million acknowledged, availability during faults (all partitions, and the worst), failover p50 (and max) over the faults no other fault overlapped (and the max of those overlapped), and ISR-NOTES §4.3's expected outcome. Each links to the cell's report: its throughput plot is the timeline of ok and failed sends with the faults shaded.</p>
 {{end}}<ul>{{range .Modes}}<li>{{.Name}}: {{.Doc}}</li>{{end}}{{range .Nemeses}}<li>{{.Name}}: {{.Doc}}</li>{{end}}</ul>
 {{if .Disagreements}}<h2>Disagreements and failed runs</h2><ul>{{range .Disagreements}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{with .Cost}}<h2>Cost</h2>

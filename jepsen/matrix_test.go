@@ -204,13 +204,16 @@ func TestRunMatrix_RunsEachCellOnceWritesTheTableAndResumes(t *testing.T) {
 	}
 }
 
-// A cell is U when its worst partition had under half its sends during
-// faults ok, however available the others kept the whole; its expected
-// outcome is checked on loss and on availability.
+// A cell is U when a fault kept a partition from an ok send for half
+// the fault's window and at least stallFloor (or for good), however many
+// sends the others took meanwhile; its expected outcome is checked on
+// loss and on availability.
 func TestMatrixCell_MeasuredAndDisagreements(t *testing.T) {
-	cell := func(exp string, loss int, all, worst float64) MatrixCell {
-		m := &Measures{Loss: loss, AvailabilityFaults: Ratio{OK: int(all * 100), Attempted: 100, Value: all},
-			WorstPartitionFaults: PartitionRatio{Partition: "t/1", Ratio: Ratio{OK: int(worst * 20), Attempted: 20, Value: worst}}}
+	const s = int64(time.Second)
+	cell := func(exp string, loss int, window, failover int64) MatrixCell {
+		m := &Measures{Loss: loss, AvailabilityFaults: Ratio{OK: 95, Attempted: 100, Value: 0.95},
+			WorstPartitionFaults: PartitionRatio{Partition: "t/1", Ratio: Ratio{OK: 18, Attempted: 20, Value: 0.9}},
+			Faults:               []FaultMeasure{{StartNs: 10 * s, EndNs: 10*s + window, FailoverNs: failover}}}
 		if loss > 0 {
 			m.LossPerMillion = 1e6 * float64(loss) / 100
 		}
@@ -221,19 +224,20 @@ func TestMatrixCell_MeasuredAndDisagreements(t *testing.T) {
 		measured string
 		loss, av bool // a loss disagreement, an availability one
 	}{
-		{cell("ok, U", 0, 0.95, 0.2), "U", false, false}, // one partition down, as expected
-		{cell("ok, U", 0, 0.95, 0.8), "ok", false, true}, // expected U, stayed writable
-		{cell("ok", 0, 0.95, 0.2), "U", false, true},     // expected ok, a partition stopped
-		{cell("W", 0, 1, 1), "ok", false, false},         // writable, as expected
-		{cell("L, U", 5, 0.9, 0.1), "L", false, false},   // the expected loss
-		{cell("ok", 5, 0.9, 0.9), "L", true, false},      // an unexpected loss
-		{cell("L", 0, 0.9, 0.1), "U", true, false},       // the expected loss did not happen; judged on loss only
-		{cell("L?", 5, 0.9, 0.9), "L", false, false},     // a coincidence either way
-		{cell("n/a", 0, 0.9, 0.1), "U", false, false},    // nothing expected
+		{cell("ok, U", 0, 20*s, 12*s), "U", false, false}, // stopped for most of the fault, as expected
+		{cell("ok, U", 0, 20*s, 2*s), "ok", false, true},  // expected U, a blip only
+		{cell("ok", 0, 20*s, -1), "U", false, true},       // expected ok, never recovered
+		{cell("ok", 0, 2*s, 3*s), "ok", false, false},     // a short fault's failover: under the floor
+		{cell("W", 0, 20*s, s), "ok", false, false},       // writable, as expected
+		{cell("L, U", 5, 20*s, 15*s), "L", false, false},  // the expected loss
+		{cell("ok", 5, 20*s, s), "L", true, false},        // an unexpected loss
+		{cell("L", 0, 20*s, 15*s), "U", true, false},      // the expected loss did not happen; judged on loss only
+		{cell("L?", 5, 20*s, s), "L", false, false},       // a coincidence either way
+		{cell("n/a", 0, 20*s, 15*s), "U", false, false},   // nothing expected
 	} {
 		c := tc.c
 		if got := c.Measured(); got != tc.measured {
-			t.Errorf("%s %+v: measured %s, want %s", c.Expected, c.Measures.WorstPartitionFaults, got, tc.measured)
+			t.Errorf("%s %+v: measured %s, want %s", c.Expected, c.Measures.Faults, got, tc.measured)
 		}
 		if got := c.LossDisagrees() != ""; got != tc.loss {
 			t.Errorf("%s, measured %s: loss disagreement %q, want one: %v", c.Expected, c.Measured(), c.LossDisagrees(), tc.loss)
@@ -241,7 +245,7 @@ func TestMatrixCell_MeasuredAndDisagreements(t *testing.T) {
 		if got := c.AvailabilityDisagrees() != ""; got != tc.av {
 			t.Errorf("%s, measured %s: availability disagreement %q, want one: %v", c.Expected, c.Measured(), c.AvailabilityDisagrees(), tc.av)
 		}
-		if !strings.Contains(c.cellText(), "worst partition") {
+		if !strings.Contains(c.cellText(), "worst partition 0.90") {
 			t.Errorf("cell text %q names no worst partition", c.cellText())
 		}
 	}
