@@ -167,10 +167,11 @@ func (n *Node) alterFailedWait(group uint64) {
 }
 
 // isrEligible reports whether broker id, seen at brokerEpoch, may join an
-// ISR: registered at that epoch and alive (not fenced) in the metadata.
+// ISR: registered at that epoch, alive (not fenced) and not in controlled
+// shutdown in the metadata (group 0 would refuse it).
 func (n *Node) isrEligible(id, brokerEpoch uint64) bool {
 	b, ok := n.meta.View().Brokers[id]
-	return ok && b.Alive && b.Epoch == brokerEpoch
+	return ok && b.Eligible() && b.Epoch == brokerEpoch
 }
 
 // brokerEpoch is this node's broker epoch in the metadata, 0 while it is

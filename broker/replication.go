@@ -36,6 +36,12 @@ type leaderView interface {
 	WaitSettled(ctx context.Context) leadership
 	// TransferLeadership hands leadership to node to and waits for it.
 	TransferLeadership(ctx context.Context, to uint64) error
+	// successor is the node of candidates (eligible replicas, in
+	// preference order) to hand this leader's partition to when the node
+	// drains (drain.go), or 0 for none, or when the mode's leadership does
+	// not move by hand-over to any replica (ISR: group 0 elects at the
+	// node's controlled shutdown).
+	successor(candidates []uint64) uint64
 	// describe reports the replica's replication state for /v1/status
 	// and metrics.
 	describe() GroupStatus

@@ -104,6 +104,8 @@ func (f *fakeReplication) TransferLeadership(_ context.Context, to uint64) error
 	return nil
 }
 
+func (f *fakeReplication) successor([]uint64) uint64 { return 0 }
+
 func (f *fakeReplication) describe() GroupStatus {
 	l := f.Leadership()
 	return GroupStatus{Term: uint64(l.Epoch), Leader: l.Leader}

@@ -124,6 +124,10 @@ func (r *isrReplication) TransferLeadership(ctx context.Context, to uint64) erro
 	}
 }
 
+// successor is none: a draining node's ISR leaderships move by its
+// controlled shutdown in group 0, which elects from the ISR less it.
+func (r *isrReplication) successor([]uint64) uint64 { return 0 }
+
 func (r *isrReplication) describe() GroupStatus {
 	return isrGroupStatus(r.gid, r.p.Status(), time.Now())
 }

@@ -51,6 +51,10 @@ func (r *raftGroup) TransferLeadership(ctx context.Context, to uint64) error {
 	return classify(r.g.TransferLeadership(ctx, to))
 }
 
+// successor is the candidate voter that holds the most of this leader's
+// log (raftgroup.Group.Successor).
+func (r *raftGroup) successor(candidates []uint64) uint64 { return r.g.Successor(candidates) }
+
 func (r *raftGroup) describe() GroupStatus {
 	gs := groupStatus(r.g.Status())
 	gs.Mode = coordinator.ModeRaft

@@ -22,6 +22,7 @@ type Command struct {
 	AlterPartition      *AlterPartition      `json:"alter_partition,omitempty"`
 	ElectLeaders        *ElectLeaders        `json:"elect_leaders,omitempty"`
 	UpdateFeatures      *UpdateFeatures      `json:"update_features,omitempty"`
+	ControlledShutdown  *ControlledShutdown  `json:"controlled_shutdown,omitempty"`
 }
 
 // SetAlive marks a broker alive or not.
@@ -131,6 +132,18 @@ type ElectLeaders struct {
 // UpdateFeatures sets cluster-wide replication features.
 type UpdateFeatures struct {
 	EligibleLeaderReplicas bool `json:"eligible_leader_replicas"`
+}
+
+// ControlledShutdown puts broker ID, in the process start StartID, into
+// controlled shutdown (Kafka's KIP-841): at apply it leaves every ISR and
+// ISR partitions it led elect new leaders, as when it is fenced, while it
+// still serves; it stays ineligible (Broker.ShuttingDown) until it
+// registers with a new StartID. A StartID other than the registered one
+// is refused, so that a late proposal of a process that has since
+// restarted cannot fence the new one.
+type ControlledShutdown struct {
+	ID      uint64 `json:"id"`
+	StartID string `json:"start_id"`
 }
 
 // Result is what applying a command returns to its proposer.

@@ -12,8 +12,9 @@ import (
 // no entry of a log without one applies differently (doc.go, "Versions").
 
 // initISR sets up t's partitions from index from on, just placed: every
-// alive replica is in sync (the log is empty) and the first of them leads.
-// Kafka refuses the same way when no assigned replica is unfenced.
+// eligible replica (alive, not shutting down) is in sync (the log is
+// empty) and the first of them leads. Kafka refuses the same way when no
+// assigned replica is unfenced.
 func (s *State) initISR(t *Topic, from int) error {
 	if min := t.ConfigInt("min.insync.replicas"); min > int64(t.ReplicationFactor()) {
 		return cmdErr(kerr.InvalidConfig, "min.insync.replicas %d exceeds the replication factor %d", min, t.ReplicationFactor())
@@ -21,7 +22,7 @@ func (s *State) initISR(t *Topic, from int) error {
 	for i := from; i < len(t.Partitions); i++ {
 		p := &t.Partitions[i]
 		for _, r := range p.Replicas {
-			if s.Brokers[r].Alive {
+			if s.Brokers[r].Eligible() {
 				p.ISR = append(p.ISR, r)
 			}
 		}
@@ -163,8 +164,8 @@ func (s *State) checkAlter(p Partition, it AlterPartitionItem) error {
 	}
 	for _, m := range it.ISR {
 		b, ok := s.Brokers[m.ID]
-		if !ok || !b.Alive || b.Epoch != m.BrokerEpoch {
-			return cmdErr(kerr.IneligibleReplica, "replica %d is unregistered, fenced or not at broker epoch %d", m.ID, m.BrokerEpoch)
+		if !ok || !b.Eligible() || b.Epoch != m.BrokerEpoch {
+			return cmdErr(kerr.IneligibleReplica, "replica %d is unregistered, fenced, shutting down or not at broker epoch %d", m.ID, m.BrokerEpoch)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -19,6 +20,8 @@ type serverFlags struct {
 	fsync    string
 	wal      string
 	logLevel string
+	// shutdownTimeout bounds the leadership drain on SIGTERM (0: none).
+	shutdownTimeout time.Duration
 }
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
@@ -65,6 +68,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.IntVar(&c.GroupMaxMetadataBytes, "group-max-metadata-bytes", c.GroupMaxMetadataBytes, "largest member metadata or assignment in JoinGroup/SyncGroup")
 	bindReplicationFlags(fs, c)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer acks=all before raft commit (for testing the checkers only)")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
 	return f
@@ -142,11 +146,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg.Console = cons.hook(logger)
-	_, closeNode, err := openNode(cfg)
+	n, closeNode, err := openNode(cfg)
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
 	logger.Info("shutting down")
+	drainNode(n, f.shutdownTimeout)
 	return closeNode()
 }

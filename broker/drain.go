@@ -1,0 +1,167 @@
+package broker
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/raftq/raftq/coordinator"
+)
+
+// Drain, before a node stops (raftq server on SIGTERM), hands every
+// leadership it holds to other replicas while it still serves, so that a
+// rolling restart reaches clients as latency, not errors: a produce that
+// reaches a partition no longer led here is answered with the new leader.
+
+// drainConcurrency bounds the leadership transfers under way at once.
+const drainConcurrency = 8
+
+// drainPoll is the pause between drain rounds while partitions are left:
+// ISR partitions waiting for their new role from reconcile, raft ones
+// for a successor or after a transfer that failed.
+const drainPoll = 50 * time.Millisecond
+
+// DrainReport is what Drain did.
+type DrainReport struct {
+	Led   int      // partitions this node led when the drain began
+	Moved int      // of those, how many it no longer led at the end
+	Left  []uint64 // raft groups of the partitions it still led at the end
+	// MetadataTo is the node group 0's leadership went to; 0 when this
+	// node did not lead group 0 or could not hand it over.
+	MetadataTo uint64
+	Took       time.Duration
+}
+
+// Drain moves this node's leaderships elsewhere, in three steps, and
+// returns when none is left or ctx ends, logging what it did:
+//  1. it proposes its controlled shutdown to group 0
+//     (coordinator.Controller.ControlledShutdown): the ISR partitions it
+//     leads elect new leaders from their ISR less this node, which leaves
+//     every ISR, so that acks=all on them stops waiting for it, and no
+//     leader balance hands it a partition back;
+//  2. it transfers each raft partition it leads (data or
+//     __consumer_offsets) to the eligible voter whose log holds the most
+//     (successor), drainConcurrency at a time, in rounds until none is
+//     led here, since an election may bring one back; meanwhile the ISR
+//     replicas learn their new role from reconcile;
+//  3. last, group 0's leadership goes to another voter, since the steps
+//     before proposed through it.
+//
+// The node keeps serving throughout; Close follows.
+func (n *Node) Drain(ctx context.Context) DrainReport {
+	start := time.Now()
+	before := n.ledGroups()
+	if err := n.ctl.ControlledShutdown(ctx); err != nil {
+		n.log.Warn("controlled shutdown not committed; ISR partitions stay led here", "err", err)
+	}
+	n.moveLeaders(ctx)
+	rep := DrainReport{Led: len(before), Left: n.ledGroups()}
+	for _, g := range before {
+		if !slices.Contains(rep.Left, g) {
+			rep.Moved++
+		}
+	}
+	to, err := n.ctl.HandOffMetadata(ctx, n.drainEligible(n.meta.View()))
+	if err != nil {
+		n.log.Warn("metadata leadership not handed over", "to", to, "err", err)
+	} else {
+		rep.MetadataTo = to
+	}
+	rep.Took = time.Since(start)
+	n.logDrain(rep)
+	return rep
+}
+
+func (n *Node) logDrain(rep DrainReport) {
+	args := []any{"led", rep.Led, "moved", rep.Moved, "left", len(rep.Left), "metadata_to", rep.MetadataTo, "took", rep.Took.Round(time.Millisecond)}
+	if len(rep.Left) > 0 {
+		n.log.Warn("leadership drain ended with partitions still led here", append(args, "left_groups", rep.Left)...)
+		return
+	}
+	n.log.Info("leadership drained", args...)
+}
+
+// ledGroups lists the raft groups of the partitions this node leads.
+func (n *Node) ledGroups() []uint64 {
+	var out []uint64
+	for _, r := range n.replicaList() {
+		if r.lead.Leadership().IsLeader {
+			out = append(out, r.gid)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// moveLeaders runs hand-over rounds until this node leads no partition
+// or ctx ends.
+func (n *Node) moveLeaders(ctx context.Context) {
+	for {
+		var led []*replica
+		for _, r := range n.replicaList() {
+			if r.lead.Leadership().IsLeader {
+				led = append(led, r)
+			}
+		}
+		if len(led) == 0 {
+			return
+		}
+		n.handOffRound(ctx, led)
+		select {
+		case <-time.After(drainPoll):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// handOffRound transfers each of led that has a successor, at most
+// drainConcurrency at once, each attempt bounded by two election
+// timeouts (raft gives a transfer up after one), and waits for them.
+func (n *Node) handOffRound(ctx context.Context, led []*replica) {
+	st := n.meta.View()
+	eligible := n.drainEligible(st)
+	sem := make(chan struct{}, drainConcurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, r := range led {
+		ref, ok := st.PartitionByGroup(r.gid)
+		if !ok {
+			continue
+		}
+		to := r.lead.successor(slices.DeleteFunc(slices.Clone(ref.Partition.Replicas), func(id uint64) bool { return !eligible(id) }))
+		if to == 0 {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			n.transferOnce(ctx, r, to)
+		}()
+	}
+}
+
+func (n *Node) transferOnce(ctx context.Context, r *replica, to uint64) {
+	tctx, cancel := context.WithTimeout(ctx, 2*time.Duration(n.cfg.ElectionTicks)*n.cfg.TickInterval)
+	defer cancel()
+	if err := r.lead.TransferLeadership(tctx, to); err != nil {
+		n.log.Debug("drain transfer", "topic", r.topic, "partition", r.index, "to", to, "err", err)
+	}
+}
+
+// drainEligible reports, in the metadata st, whether a node may take a
+// leadership over from this draining one: another broker, alive and not
+// in controlled shutdown itself, that this node hears from now.
+func (n *Node) drainEligible(st *coordinator.State) func(id uint64) bool {
+	peers := n.peer.Stats().Peers
+	return func(id uint64) bool {
+		b, ok := st.Brokers[id]
+		return ok && id != n.cfg.NodeID && b.Eligible() && peers[id].Connected
+	}
+}

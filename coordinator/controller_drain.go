@@ -1,0 +1,47 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// A node's part in its own drain before it stops (broker's Node.Drain):
+// the ControlledShutdown proposal, which moves its ISR leaderships and
+// takes it out of every ISR, and, last, the hand-over of group 0's
+// leadership.
+
+// ControlledShutdown proposes this broker's controlled shutdown for the
+// process start that Start registered, retrying until ctx ends, and
+// returns once it is applied here: the new ISR leaders are then in this
+// node's metadata, for reconcile to pass on to its replicas.
+func (c *Controller) ControlledShutdown(ctx context.Context) error {
+	cmd := &Command{ControlledShutdown: &ControlledShutdown{ID: c.self.ID, StartID: c.self.StartID}}
+	res, err := c.ProposeRetry(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	return res.Err
+}
+
+// HandOffMetadata moves group 0's leadership, if this node holds it, to
+// the voter that eligible accepts and whose log holds the most
+// (raftgroup.Group.Successor), and waits until it leads or ctx ends. It
+// returns the new leader, or 0 when this node did not lead group 0. It
+// is the drain's last step: the proposals before it were this leader's
+// to commit.
+func (c *Controller) HandOffMetadata(ctx context.Context, eligible func(id uint64) bool) (uint64, error) {
+	st := c.group.Status()
+	if !st.IsLeader() {
+		return 0, nil
+	}
+	candidates := slices.DeleteFunc(slices.Clone(st.Voters), func(id uint64) bool { return !eligible(id) })
+	to := c.group.Successor(candidates)
+	if to == 0 {
+		return 0, errNoSuccessor
+	}
+	return to, c.group.TransferLeadership(ctx, to)
+}
+
+// errNoSuccessor: no other voter of group 0 is eligible to lead it.
+var errNoSuccessor = errors.New("coordinator: no other eligible voter to hand the metadata leadership to")
