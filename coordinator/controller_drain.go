@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -14,8 +15,13 @@ import (
 // ControlledShutdown proposes this broker's controlled shutdown for the
 // process start that Start registered, retrying until ctx ends, and
 // returns once it is applied here: the new ISR leaders are then in this
-// node's metadata, for reconcile to pass on to its replicas.
+// node's metadata, for reconcile to pass on to its replicas. A start
+// that this node's metadata does not show registered (a node refused
+// by its peers, say) leads and is in nothing, and is not waited for.
 func (c *Controller) ControlledShutdown(ctx context.Context) error {
+	if b, ok := c.cfg.Metadata.View().Brokers[c.self.ID]; !ok || b.StartID != c.self.StartID {
+		return fmt.Errorf("coordinator: this start of broker %d is not registered: nothing to shut down", c.self.ID)
+	}
 	cmd := &Command{ControlledShutdown: &ControlledShutdown{ID: c.self.ID, StartID: c.self.StartID}}
 	res, err := c.ProposeRetry(ctx, cmd)
 	if err != nil {
