@@ -25,7 +25,7 @@ const drainPoll = 50 * time.Millisecond
 // DrainReport is what Drain did.
 type DrainReport struct {
 	Led   int      // partitions this node led when the drain began
-	Moved int      // of those, how many it no longer led at the end
+	Moved int      // of those, how many it no longer led at the end (an ISR one it alone was in sync for is leaderless then)
 	Left  []uint64 // raft groups of the partitions it still led at the end
 	// MetadataTo is the node group 0's leadership went to; 0 when this
 	// node did not lead group 0 or could not hand it over.
@@ -52,10 +52,11 @@ type DrainReport struct {
 func (n *Node) Drain(ctx context.Context) DrainReport {
 	start := time.Now()
 	before := n.ledGroups()
-	if err := n.ctl.ControlledShutdown(ctx); err != nil {
+	err := n.ctl.ControlledShutdown(ctx)
+	if err != nil {
 		n.log.Warn("controlled shutdown not committed; ISR partitions stay led here", "err", err)
 	}
-	n.moveLeaders(ctx)
+	n.moveLeaders(ctx, err == nil)
 	rep := DrainReport{Led: len(before), Left: n.ledGroups()}
 	for _, g := range before {
 		if !slices.Contains(rep.Left, g) {
@@ -76,7 +77,8 @@ func (n *Node) Drain(ctx context.Context) DrainReport {
 func (n *Node) logDrain(rep DrainReport) {
 	args := []any{"led", rep.Led, "moved", rep.Moved, "left", len(rep.Left), "metadata_to", rep.MetadataTo, "took", rep.Took.Round(time.Millisecond)}
 	if len(rep.Left) > 0 {
-		n.log.Warn("leadership drain ended with partitions still led here", append(args, "left_groups", rep.Left)...)
+		n.log.Warn("leadership drain ended with partitions still led here (no eligible replica to take them, or the timeout ran out)",
+			append(args, "left_groups", rep.Left)...)
 		return
 	}
 	n.log.Info("leadership drained", args...)
@@ -94,9 +96,11 @@ func (n *Node) ledGroups() []uint64 {
 	return out
 }
 
-// moveLeaders runs hand-over rounds until this node leads no partition
-// or ctx ends.
-func (n *Node) moveLeaders(ctx context.Context) {
+// moveLeaders runs hand-over rounds until none of the partitions this
+// node leads can move or ctx ends: a raft partition moves while it has a
+// successor, an ISR one (group 0 elects elsewhere) once the controlled
+// shutdown is committed (isrMoves).
+func (n *Node) moveLeaders(ctx context.Context, isrMoves bool) {
 	for {
 		var led []*replica
 		for _, r := range n.replicaList() {
@@ -104,10 +108,9 @@ func (n *Node) moveLeaders(ctx context.Context) {
 				led = append(led, r)
 			}
 		}
-		if len(led) == 0 {
+		if n.handOffRound(ctx, led, isrMoves) == 0 {
 			return
 		}
-		n.handOffRound(ctx, led)
 		select {
 		case <-time.After(drainPoll):
 		case <-ctx.Done():
@@ -118,8 +121,10 @@ func (n *Node) moveLeaders(ctx context.Context) {
 
 // handOffRound transfers each of led that has a successor, at most
 // drainConcurrency at once, each attempt bounded by two election
-// timeouts (raft gives a transfer up after one), and waits for them.
-func (n *Node) handOffRound(ctx context.Context, led []*replica) {
+// timeouts (raft gives a transfer up after one), and waits for them. It
+// returns how many of led may still move: those it transferred, and the
+// ISR ones if isrMoves.
+func (n *Node) handOffRound(ctx context.Context, led []*replica, isrMoves bool) (moving int) {
 	st := n.meta.View()
 	eligible := n.drainEligible(st)
 	sem := make(chan struct{}, drainConcurrency)
@@ -127,7 +132,10 @@ func (n *Node) handOffRound(ctx context.Context, led []*replica) {
 	defer wg.Wait()
 	for _, r := range led {
 		ref, ok := st.PartitionByGroup(r.gid)
-		if !ok {
+		if ok && ref.Topic.IsISR() && isrMoves {
+			moving++ // reconcile will pass group 0's new leader on
+		}
+		if !ok || ref.Topic.IsISR() {
 			continue
 		}
 		to := r.lead.successor(slices.DeleteFunc(slices.Clone(ref.Partition.Replicas), func(id uint64) bool { return !eligible(id) }))
@@ -137,14 +145,16 @@ func (n *Node) handOffRound(ctx context.Context, led []*replica) {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			return
+			return moving
 		}
+		moving++
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			n.transferOnce(ctx, r, to)
 		}()
 	}
+	return moving
 }
 
 func (n *Node) transferOnce(ctx context.Context, r *replica, to uint64) {

@@ -106,3 +106,29 @@ func (c *testCluster) leadsOf(id uint64, topic string) int {
 	}
 	return count
 }
+
+// A node alone has nobody to hand its leaderships to: its drain returns
+// at once rather than at its deadline, its raft partition left led
+// here, its ISR partition leaderless (no other replica may lead) and
+// group 0 staying.
+func TestNode_DrainAloneReturnsAtOnce(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	createTopic(t, cl, "r", 1, 1)
+	createISRTopic(t, cl, "i", 1, 1, 1)
+	produceSync(t, cl, "r", 0, "a")
+	produceSync(t, cl, "i", 0, "a")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep := c.nodes[1].Drain(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("the drain ran until its deadline: %+v", rep)
+	}
+	raft := c.isrPartition(1, "r", 0).Group
+	if rep.Led != 2 || rep.Moved != 1 || !slices.Equal(rep.Left, []uint64{raft}) || rep.MetadataTo != 0 {
+		t.Errorf("drain report %+v, want 2 led, the ISR one moved, raft group %d left and group 0 kept", rep, raft)
+	}
+	if p := c.isrPartition(1, "i", 0); p.Leader != 0 {
+		t.Errorf("ISR partition led by %d after the controlled shutdown, want none", p.Leader)
+	}
+}

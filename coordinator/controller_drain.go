@@ -33,12 +33,12 @@ func (c *Controller) ControlledShutdown(ctx context.Context) error {
 // HandOffMetadata moves group 0's leadership, if this node holds it, to
 // the voter that eligible accepts and whose log holds the most
 // (raftgroup.Group.Successor), and waits until it leads or ctx ends. It
-// returns the new leader, or 0 when this node did not lead group 0. It
-// is the drain's last step: the proposals before it were this leader's
-// to commit.
+// returns the new leader, or 0 when this node did not lead group 0 or
+// is its only voter. It is the drain's last step: the proposals before
+// it were this leader's to commit.
 func (c *Controller) HandOffMetadata(ctx context.Context, eligible func(id uint64) bool) (uint64, error) {
 	st := c.group.Status()
-	if !st.IsLeader() {
+	if !st.IsLeader() || len(st.Voters) < 2 {
 		return 0, nil
 	}
 	candidates := slices.DeleteFunc(slices.Clone(st.Voters), func(id uint64) bool { return !eligible(id) })
