@@ -34,7 +34,8 @@ type DrainReport struct {
 }
 
 // Drain moves this node's leaderships elsewhere, in three steps, and
-// returns when none is left or ctx ends, logging what it did:
+// returns when none of those left can move (none is left, or nobody
+// eligible can take them) or ctx ends, logging what it did:
 //  1. it proposes its controlled shutdown to group 0
 //     (coordinator.Controller.ControlledShutdown): the ISR partitions it
 //     leads elect new leaders from their ISR less this node, which leaves
@@ -63,7 +64,7 @@ func (n *Node) Drain(ctx context.Context) DrainReport {
 			rep.Moved++
 		}
 	}
-	to, err := n.ctl.HandOffMetadata(ctx, n.drainEligible(n.meta.View()))
+	to, err := n.handOffMetadata(ctx)
 	if err != nil {
 		n.log.Warn("metadata leadership not handed over", "to", to, "err", err)
 	} else {
@@ -120,8 +121,8 @@ func (n *Node) moveLeaders(ctx context.Context, isrMoves bool) {
 }
 
 // handOffRound transfers each of led that has a successor, at most
-// drainConcurrency at once, each attempt bounded by two election
-// timeouts (raft gives a transfer up after one), and waits for them. It
+// drainConcurrency at once, each attempt bounded by transferTimeout, and
+// waits for them. It
 // returns how many of led may still move: those it transferred, and the
 // ISR ones if isrMoves.
 func (n *Node) handOffRound(ctx context.Context, led []*replica, isrMoves bool) (moving int) {
@@ -158,11 +159,32 @@ func (n *Node) handOffRound(ctx context.Context, led []*replica, isrMoves bool) 
 }
 
 func (n *Node) transferOnce(ctx context.Context, r *replica, to uint64) {
-	tctx, cancel := context.WithTimeout(ctx, 2*time.Duration(n.cfg.ElectionTicks)*n.cfg.TickInterval)
+	tctx, cancel := context.WithTimeout(ctx, n.transferTimeout())
 	defer cancel()
 	if err := r.lead.TransferLeadership(tctx, to); err != nil {
 		n.log.Debug("drain transfer", "topic", r.topic, "partition", r.index, "to", to, "err", err)
 	}
+}
+
+// handOffMetadata hands group 0's leadership over if this node holds it,
+// in up to three attempts (a transfer raft gave up, or one to a voter
+// that has since gone, is tried again).
+func (n *Node) handOffMetadata(ctx context.Context) (to uint64, err error) {
+	for range 3 {
+		tctx, cancel := context.WithTimeout(ctx, n.transferTimeout())
+		to, err = n.ctl.HandOffMetadata(tctx, n.drainEligible(n.meta.View()))
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return to, err
+}
+
+// transferTimeout bounds one leadership transfer: two election timeouts,
+// since raft gives a transfer up after one.
+func (n *Node) transferTimeout() time.Duration {
+	return 2 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
 }
 
 // drainEligible reports, in the metadata st, whether a node may take a
