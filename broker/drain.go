@@ -22,6 +22,14 @@ const drainConcurrency = 8
 // for a successor or after a transfer that failed.
 const drainPoll = 50 * time.Millisecond
 
+// drainQuiet and drainLingerMax bound the drain's last step: the node
+// serves on until it has answered no produce request for drainQuiet, for
+// at most drainLingerMax.
+const (
+	drainQuiet     = 300 * time.Millisecond
+	drainLingerMax = 2 * time.Second
+)
+
 // DrainReport is what Drain did.
 type DrainReport struct {
 	Led   int      // partitions this node led when the drain began
@@ -30,10 +38,13 @@ type DrainReport struct {
 	// MetadataTo is the node group 0's leadership went to; 0 when this
 	// node did not lead group 0 or could not hand it over.
 	MetadataTo uint64
-	Took       time.Duration
+	// Lingered is how long the node served on for clients still sending
+	// it produce requests.
+	Lingered time.Duration
+	Took     time.Duration
 }
 
-// Drain moves this node's leaderships elsewhere, in three steps, and
+// Drain moves this node's leaderships elsewhere, in four steps, and
 // returns when none of those left can move (none is left, or nobody
 // eligible can take them) or ctx ends, logging what it did:
 //  1. it proposes its controlled shutdown to group 0
@@ -46,8 +57,11 @@ type DrainReport struct {
 //     (successor), drainConcurrency at a time, in rounds until none is
 //     led here, since an election may bring one back; meanwhile the ISR
 //     replicas learn their new role from reconcile;
-//  3. last, group 0's leadership goes to another voter, since the steps
-//     before proposed through it.
+//  3. group 0's leadership goes to another voter, since the steps
+//     before proposed through it;
+//  4. last, it serves on while clients still send it produce requests
+//     (lingerForClients), so that they learn where their partitions went
+//     from the answers rather than from a closed connection.
 //
 // The node keeps serving throughout; Close follows.
 func (n *Node) Drain(ctx context.Context) DrainReport {
@@ -70,13 +84,15 @@ func (n *Node) Drain(ctx context.Context) DrainReport {
 	} else {
 		rep.MetadataTo = to
 	}
+	rep.Lingered = n.lingerForClients(ctx)
 	rep.Took = time.Since(start)
 	n.logDrain(rep)
 	return rep
 }
 
 func (n *Node) logDrain(rep DrainReport) {
-	args := []any{"led", rep.Led, "moved", rep.Moved, "left", len(rep.Left), "metadata_to", rep.MetadataTo, "took", rep.Took.Round(time.Millisecond)}
+	args := []any{"led", rep.Led, "moved", rep.Moved, "left", len(rep.Left), "metadata_to", rep.MetadataTo,
+		"lingered", rep.Lingered.Round(time.Millisecond), "took", rep.Took.Round(time.Millisecond)}
 	if len(rep.Left) > 0 {
 		n.log.Warn("leadership drain ended with partitions still led here (no eligible replica to take them, or the timeout ran out)",
 			append(args, "left_groups", rep.Left)...)
@@ -179,6 +195,30 @@ func (n *Node) handOffMetadata(ctx context.Context) (to uint64, err error) {
 		}
 	}
 	return to, err
+}
+
+// lingerForClients serves on, once the leaderships have moved, until no
+// produce request has reached this node for drainQuiet (at most
+// drainLingerMax, or until ctx ends), and returns how long it waited. A
+// client learns that a partition moved from the answer to its next
+// produce there (NOT_LEADER_OR_FOLLOWER with the new leader, KIP-951); a
+// request that Close cut off instead, in flight or not yet read, is
+// retried only after a metadata refresh, which franz-go spaces by its
+// MetadataMinAge (5 s).
+func (n *Node) lingerForClients(ctx context.Context) time.Duration {
+	start := time.Now()
+	for {
+		quiet := time.Since(time.Unix(0, n.metrics.lastProduce.Load()))
+		left := drainLingerMax - time.Since(start)
+		if quiet >= drainQuiet || left <= 0 {
+			return time.Since(start)
+		}
+		select {
+		case <-time.After(min(drainQuiet-quiet, left)):
+		case <-ctx.Done():
+			return time.Since(start)
+		}
+	}
 }
 
 // transferTimeout bounds one leadership transfer: two election timeouts,

@@ -132,3 +132,41 @@ func TestNode_DrainAloneReturnsAtOnce(t *testing.T) {
 		t.Errorf("ISR partition led by %d after the controlled shutdown, want none", p.Leader)
 	}
 }
+
+// After its leaderships moved, a draining node serves on while produce
+// requests still reach it (clients learning where their partitions went)
+// and returns once none has for drainQuiet, or when its context ends; a
+// node that has answered none returns at once.
+func TestNode_LingerForClients(t *testing.T) {
+	n := &Node{metrics: newMetrics()}
+	if d := n.lingerForClients(context.Background()); d >= drainQuiet {
+		t.Errorf("lingered %s with no produce request ever answered", d)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	busy := func(d time.Duration) { // a produce request every 10 ms for d
+		n.metrics.lastProduce.Store(time.Now().UnixNano())
+		go func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for end := time.Now().Add(d); time.Now().Before(end); {
+				select {
+				case <-tick.C:
+					n.metrics.lastProduce.Store(time.Now().UnixNano())
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	busy(2 * drainQuiet)
+	if d := n.lingerForClients(context.Background()); d < 2*drainQuiet {
+		t.Errorf("lingered %s while produce requests came for %s", d, 2*drainQuiet)
+	}
+	busy(time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), drainQuiet)
+	defer cancel()
+	if d := n.lingerForClients(ctx); d >= drainLingerMax {
+		t.Errorf("lingered %s past its context's end (%s)", d, drainQuiet)
+	}
+}

@@ -67,7 +67,7 @@ func TestE2E_RollingRestart(t *testing.T) {
 }
 
 // drainReport matches the line a node logs at the end of its drain.
-var drainReport = regexp.MustCompile(`msg="leadership drain(?:ed| ended[^"]*)"(?: node=\d+)? led=(\d+) moved=(\d+) left=(\d+) metadata_to=(\d+) took=(\S+)`)
+var drainReport = regexp.MustCompile(`msg="leadership drain(?:ed| ended[^"]*)"(?: node=\d+)? led=(\d+) moved=(\d+) left=(\d+) metadata_to=(\d+) lingered=(\S+) took=(\S+)`)
 
 // stopDrained stops node id with SIGTERM and checks, from the report it
 // logged, that its drain moved every partition it led (at least one)
