@@ -17,10 +17,18 @@ import (
 // returns once it is applied here: the new ISR leaders are then in this
 // node's metadata, for reconcile to pass on to its replicas. A start
 // that this node's metadata does not show registered (a node refused
-// by its peers, say) leads and is in nothing, and is not waited for.
+// by its peers, say) leads and is in nothing, and is not waited for; a
+// cluster with a broker of an older version, which would not apply the
+// command (Broker.ControlledShutdown), is not sent it.
 func (c *Controller) ControlledShutdown(ctx context.Context) error {
-	if b, ok := c.cfg.Metadata.View().Brokers[c.self.ID]; !ok || b.StartID != c.self.StartID {
+	st := c.cfg.Metadata.View()
+	if b, ok := st.Brokers[c.self.ID]; !ok || b.StartID != c.self.StartID {
 		return fmt.Errorf("coordinator: this start of broker %d is not registered: nothing to shut down", c.self.ID)
+	}
+	for _, id := range st.BrokerIDs() {
+		if !st.Brokers[id].ControlledShutdown {
+			return fmt.Errorf("coordinator: broker %d runs a version without controlled shutdown; its metadata would diverge", id)
+		}
 	}
 	cmd := &Command{ControlledShutdown: &ControlledShutdown{ID: c.self.ID, StartID: c.self.StartID}}
 	res, err := c.ProposeRetry(ctx, cmd)

@@ -1,8 +1,10 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -148,4 +150,23 @@ func restored(t *testing.T, m *Metadata) *Metadata {
 		t.Fatal(err)
 	}
 	return m2
+}
+
+// A drain sends no ControlledShutdown while a broker of an older version,
+// which would not apply it, is registered, nor for a start that is not
+// registered; the controller here has no group 0 to propose to, so a
+// proposal would panic.
+func TestController_ControlledShutdownNeedsEveryBrokerToApplyIt(t *testing.T) {
+	m := NewMetadata()
+	for id := uint64(1); id <= 2; id++ {
+		applyChecked(t, m, &Command{RegisterBroker: &Broker{ID: id, StartID: "s", ControlledShutdown: id == 1}})
+	}
+	c := &Controller{cfg: ControllerConfig{Metadata: m}, self: Broker{ID: 1, StartID: "s"}}
+	if err := c.ControlledShutdown(context.Background()); err == nil || !strings.Contains(err.Error(), "broker 2") {
+		t.Errorf("with broker 2 of an older version: %v, want a refusal naming it", err)
+	}
+	c.self.StartID = "other"
+	if err := c.ControlledShutdown(context.Background()); err == nil || !strings.Contains(err.Error(), "not registered") {
+		t.Errorf("for an unregistered start: %v, want a refusal", err)
+	}
 }

@@ -41,6 +41,13 @@ type Broker struct {
 	// it registers with a new StartID. Only that command sets it, so no
 	// entry written before it applies differently.
 	ShuttingDown bool `json:"shutting_down,omitempty"`
+	// ControlledShutdown says the broker's binary applies
+	// ControlledShutdown commands; every broker of this version
+	// registers with it. A drain proposes one only when every registered
+	// broker does: a node of an older version would refuse the command
+	// at apply (an empty command to it) while the others applied it, and
+	// their metadata, ISR leaders included, would diverge.
+	ControlledShutdown bool `json:"controlled_shutdown,omitempty"`
 }
 
 // Eligible reports whether b may lead partitions and join ISRs: alive
