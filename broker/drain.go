@@ -23,11 +23,16 @@ const drainConcurrency = 8
 const drainPoll = 50 * time.Millisecond
 
 // drainQuiet and drainLingerMax bound the drain's last step: the node
-// serves on until it has answered no produce request for drainQuiet, for
-// at most drainLingerMax.
+// serves on until neither the move of its leaderships nor its last
+// produce request is drainQuiet old, for at most drainLingerMax. A
+// client learns that a partition moved only
+// when it next produces there, and franz-go's sticky partitioner moves
+// on to another partition every 64 KiB: every 30 ms at 20k records/s of
+// 100 B, every 300 ms at 2k/s, so that it takes seconds to touch all six
+// partitions of a topic at the lower rate.
 const (
-	drainQuiet     = 300 * time.Millisecond
-	drainLingerMax = 2 * time.Second
+	drainQuiet     = time.Second
+	drainLingerMax = 5 * time.Second
 )
 
 // DrainReport is what Drain did.
@@ -84,7 +89,11 @@ func (n *Node) Drain(ctx context.Context) DrainReport {
 	} else {
 		rep.MetadataTo = to
 	}
-	rep.Lingered = n.lingerForClients(ctx)
+	var moved time.Time // clients may still send to what moved from here
+	if rep.Moved > 0 {
+		moved = time.Now()
+	}
+	rep.Lingered = n.lingerForClients(ctx, moved)
 	rep.Took = time.Since(start)
 	n.logDrain(rep)
 	return rep
@@ -197,18 +206,22 @@ func (n *Node) handOffMetadata(ctx context.Context) (to uint64, err error) {
 	return to, err
 }
 
-// lingerForClients serves on, once the leaderships have moved, until no
-// produce request has reached this node for drainQuiet (at most
-// drainLingerMax, or until ctx ends), and returns how long it waited. A
-// client learns that a partition moved from the answer to its next
-// produce there (NOT_LEADER_OR_FOLLOWER with the new leader, KIP-951); a
-// request that Close cut off instead, in flight or not yet read, is
-// retried only after a metadata refresh, which franz-go spaces by its
-// MetadataMinAge (5 s).
-func (n *Node) lingerForClients(ctx context.Context) time.Duration {
+// lingerForClients serves on until neither a produce request nor moved
+// (when leaderships moved from here; zero if none did) is drainQuiet
+// old, at most drainLingerMax or until ctx ends, and returns how long it
+// waited. A client learns that a partition moved from the answer to its
+// next produce there (NOT_LEADER_OR_FOLLOWER with the new leader,
+// KIP-951); a request that Close cut off instead, in flight or not yet
+// read, or a first one to the closed node, is retried only after a
+// metadata refresh, which franz-go spaces by its MetadataMinAge (5 s).
+func (n *Node) lingerForClients(ctx context.Context, moved time.Time) time.Duration {
 	start := time.Now()
 	for {
-		quiet := time.Since(time.Unix(0, n.metrics.lastProduce.Load()))
+		last := time.Unix(0, n.metrics.lastProduce.Load())
+		if moved.After(last) {
+			last = moved
+		}
+		quiet := time.Since(last)
 		left := drainLingerMax - time.Since(start)
 		if quiet >= drainQuiet || left <= 0 {
 			return time.Since(start)

@@ -133,14 +133,18 @@ func TestNode_DrainAloneReturnsAtOnce(t *testing.T) {
 	}
 }
 
-// After its leaderships moved, a draining node serves on while produce
-// requests still reach it (clients learning where their partitions went)
-// and returns once none has for drainQuiet, or when its context ends; a
-// node that has answered none returns at once.
+// After its leaderships moved, a draining node serves on for drainQuiet,
+// and while produce requests still reach it (clients learning where
+// their partitions went) until none has for drainQuiet, or until its
+// context ends; a node that moved nothing and answered no produce
+// request returns at once.
 func TestNode_LingerForClients(t *testing.T) {
 	n := &Node{metrics: newMetrics()}
-	if d := n.lingerForClients(context.Background()); d >= drainQuiet {
-		t.Errorf("lingered %s with no produce request ever answered", d)
+	if d := n.lingerForClients(context.Background(), time.Time{}); d >= drainQuiet {
+		t.Errorf("lingered %s with nothing moved and no produce request ever answered", d)
+	}
+	if d := n.lingerForClients(context.Background(), time.Now()); d < drainQuiet {
+		t.Errorf("lingered %s after leaderships moved, want at least %s", d, drainQuiet)
 	}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
@@ -160,13 +164,13 @@ func TestNode_LingerForClients(t *testing.T) {
 		}()
 	}
 	busy(2 * drainQuiet)
-	if d := n.lingerForClients(context.Background()); d < 2*drainQuiet {
+	if d := n.lingerForClients(context.Background(), time.Time{}); d < 2*drainQuiet {
 		t.Errorf("lingered %s while produce requests came for %s", d, 2*drainQuiet)
 	}
 	busy(time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), drainQuiet)
 	defer cancel()
-	if d := n.lingerForClients(ctx); d >= drainLingerMax {
+	if d := n.lingerForClients(ctx, time.Now()); d >= drainLingerMax {
 		t.Errorf("lingered %s past its context's end (%s)", d, drainQuiet)
 	}
 }
