@@ -202,7 +202,15 @@ func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*is
 	return &isrReplication{p: ip, gid: gid,
 		preferred:      func() (uint64, bool) { return n.preferredReplica(gid) },
 		electPreferred: func(ctx context.Context) error { return n.electPreferred(ctx, gid) },
+		electedAfter:   func(epoch int32) bool { return n.electedAfter(gid, epoch) },
 	}, nil
+}
+
+// electedAfter reports whether group 0, in this node's metadata, has
+// elected this node to lead group gid at a leader epoch above epoch.
+func (n *Node) electedAfter(gid uint64, epoch int32) bool {
+	ref, ok := n.meta.View().PartitionByGroup(gid)
+	return ok && ref.Partition.Leader == n.cfg.NodeID && int64(ref.Partition.LeaderTerm) > int64(epoch)
 }
 
 func (n *Node) preferredReplica(gid uint64) (uint64, bool) {

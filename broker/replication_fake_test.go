@@ -97,6 +97,8 @@ func (f *fakeReplication) WaitSettled(ctx context.Context) leadership {
 	}
 }
 
+func (f *fakeReplication) AwaitLeading(context.Context) leadership { return f.Leadership() }
+
 func (f *fakeReplication) TransferLeadership(_ context.Context, to uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -32,6 +32,9 @@ type isrReplication struct {
 	// electPreferred asks group 0 to elect the preferred replica
 	// (ElectLeaders{Preferred}); nil when nothing can propose (tests).
 	electPreferred func(ctx context.Context) error
+	// electedAfter reports whether the node's metadata has this node
+	// leading the partition at a leader epoch above epoch; nil: never.
+	electedAfter func(epoch int32) bool
 
 	// last is the state reconcile passed last (reconcile's goroutine
 	// only), to count the ISR changes of an epoch this node leads.
@@ -84,6 +87,25 @@ func (r *isrReplication) WaitSettled(ctx context.Context) leadership {
 		changed := r.p.Changed()
 		l := r.Leadership()
 		if !l.Settling || r.closed.Load() {
+			return l
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return l
+		}
+	}
+}
+
+// AwaitLeading waits while group 0 has elected this node at a newer
+// epoch than the replica has taken: reconcile passes the election on
+// within moments of its apply, and a client that the old leader sent
+// here would back off before it asked again.
+func (r *isrReplication) AwaitLeading(ctx context.Context) leadership {
+	for {
+		changed := r.p.Changed()
+		l := r.Leadership()
+		if l.IsLeader || r.electedAfter == nil || !r.electedAfter(l.Epoch) || r.closed.Load() {
 			return l
 		}
 		select {

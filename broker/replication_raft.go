@@ -167,6 +167,9 @@ func (n *Node) openRaftReplication(ref coordinator.PartitionRef, cfg partition.R
 	return &raftReplication{raftGroup: *g, sm: sm}, nil
 }
 
+// AwaitLeading: a raft replica learns it leads from its own election.
+func (r *raftReplication) AwaitLeading(context.Context) leadership { return r.Leadership() }
+
 func (r *raftReplication) Log() *partition.Log                     { return r.sm.Log() }
 func (r *raftReplication) Epochs() []partition.EpochStart          { return r.sm.Epochs() }
 func (r *raftReplication) EndOffsetFor(epoch int32) (int32, int64) { return r.sm.EndOffsetFor(epoch) }
