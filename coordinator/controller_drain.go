@@ -42,8 +42,8 @@ func (c *Controller) ControlledShutdown(ctx context.Context) error {
 // the voter that eligible accepts and whose log holds the most
 // (raftgroup.Group.Successor), and waits until it leads or ctx ends. It
 // returns the new leader, or 0 when this node did not lead group 0 or
-// is its only voter. It is the drain's last step: the proposals before
-// it were this leader's to commit.
+// is its only voter. The drain calls it after its other moves: the
+// proposals they made were this leader's to commit.
 func (c *Controller) HandOffMetadata(ctx context.Context, eligible func(id uint64) bool) (uint64, error) {
 	st := c.group.Status()
 	if !st.IsLeader() || len(st.Voters) < 2 {
