@@ -25,11 +25,11 @@ const drainPoll = 50 * time.Millisecond
 // drainQuiet and drainLingerMax bound the drain's last step: the node
 // serves on until neither the move of its leaderships nor its last
 // produce request is drainQuiet old, for at most drainLingerMax. A
-// client learns that a partition moved only
-// when it next produces there, and franz-go's sticky partitioner moves
-// on to another partition every 64 KiB: every 30 ms at 20k records/s of
-// 100 B, every 300 ms at 2k/s, so that it takes seconds to touch all six
-// partitions of a topic at the lower rate.
+// client learns that a partition moved only when it next produces there,
+// and franz-go's sticky partitioner moves on to another partition every
+// 64 KiB: every 30 ms at 20k records/s of 100 B, every 300 ms at 2k/s,
+// so that it takes seconds to touch all six partitions of a topic at the
+// lower rate.
 const (
 	drainQuiet     = time.Second
 	drainLingerMax = 5 * time.Second
@@ -50,8 +50,9 @@ type DrainReport struct {
 }
 
 // Drain moves this node's leaderships elsewhere, in four steps, and
-// returns when none of those left can move (none is left, or nobody
-// eligible can take them) or ctx ends, logging what it did:
+// returns once none of those left can move (none is left, or nobody
+// eligible can take them) and clients have stopped sending to it, or
+// when ctx ends, logging what it did:
 //  1. it proposes its controlled shutdown to group 0
 //     (coordinator.Controller.ControlledShutdown): the ISR partitions it
 //     leads elect new leaders from their ISR less this node, which leaves
@@ -71,18 +72,7 @@ type DrainReport struct {
 // The node keeps serving throughout; Close follows.
 func (n *Node) Drain(ctx context.Context) DrainReport {
 	start := time.Now()
-	before := n.ledGroups()
-	err := n.ctl.ControlledShutdown(ctx)
-	if err != nil {
-		n.log.Warn("controlled shutdown not committed; ISR partitions stay led here", "err", err)
-	}
-	n.moveLeaders(ctx, err == nil)
-	rep := DrainReport{Led: len(before), Left: n.ledGroups()}
-	for _, g := range before {
-		if !slices.Contains(rep.Left, g) {
-			rep.Moved++
-		}
-	}
+	rep := n.movePartitions(ctx)
 	to, err := n.handOffMetadata(ctx)
 	if err != nil {
 		n.log.Warn("metadata leadership not handed over", "to", to, "err", err)
@@ -96,6 +86,23 @@ func (n *Node) Drain(ctx context.Context) DrainReport {
 	rep.Lingered = n.lingerForClients(ctx, moved)
 	rep.Took = time.Since(start)
 	n.logDrain(rep)
+	return rep
+}
+
+// movePartitions runs the drain's first two steps and reports what moved.
+func (n *Node) movePartitions(ctx context.Context) DrainReport {
+	before := n.ledGroups()
+	err := n.ctl.ControlledShutdown(ctx)
+	if err != nil {
+		n.log.Warn("controlled shutdown not committed; ISR partitions stay led here", "err", err)
+	}
+	n.moveLeaders(ctx, err == nil)
+	rep := DrainReport{Led: len(before), Left: n.ledGroups()}
+	for _, g := range before {
+		if !slices.Contains(rep.Left, g) {
+			rep.Moved++
+		}
+	}
 	return rep
 }
 
