@@ -203,6 +203,7 @@ func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*is
 		preferred:      func() (uint64, bool) { return n.preferredReplica(gid) },
 		electPreferred: func(ctx context.Context) error { return n.electPreferred(ctx, gid) },
 		electedAfter:   func(epoch int32) bool { return n.electedAfter(gid, epoch) },
+		registered:     n.ctl.Registered,
 	}, nil
 }
 

@@ -21,10 +21,10 @@ import (
 // cluster with a broker of an older version, which would not apply the
 // command (Broker.ControlledShutdown), is not sent it.
 func (c *Controller) ControlledShutdown(ctx context.Context) error {
-	st := c.cfg.Metadata.View()
-	if b, ok := st.Brokers[c.self.ID]; !ok || b.StartID != c.self.StartID {
+	if !c.Registered() {
 		return fmt.Errorf("coordinator: this start of broker %d is not registered: nothing to shut down", c.self.ID)
 	}
+	st := c.cfg.Metadata.View()
 	for _, id := range st.BrokerIDs() {
 		if !st.Brokers[id].ControlledShutdown {
 			return fmt.Errorf("coordinator: broker %d runs a version without controlled shutdown; its metadata would diverge", id)
@@ -36,6 +36,16 @@ func (c *Controller) ControlledShutdown(ctx context.Context) error {
 		return err
 	}
 	return res.Err
+}
+
+// Registered reports whether this node's metadata holds the
+// registration of this process start (Start's StartID). Until it does,
+// the metadata may be a replay of the log from before the start, in
+// which this broker led partitions that group 0 has since given to
+// others.
+func (c *Controller) Registered() bool {
+	b, ok := c.cfg.Metadata.View().Brokers[c.self.ID]
+	return ok && b.StartID == c.self.StartID
 }
 
 // HandOffMetadata moves group 0's leadership, if this node holds it, to
