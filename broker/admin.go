@@ -103,6 +103,9 @@ type BrokerStatus struct {
 	KafkaAddr string `json:"kafka_addr"`
 	AdminAddr string `json:"admin_addr"`
 	Alive     bool   `json:"alive"`
+	// ShuttingDown: the broker is in controlled shutdown (it drains
+	// before it stops) until it registers again.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
 }
 
 // PartitionStatus is one local replica.
@@ -123,7 +126,8 @@ func (n *Node) Status() Status {
 	out.Metadata = groupStatus(n.ctl.Status())
 	for _, id := range st.BrokerIDs() {
 		b := st.Brokers[id]
-		out.Brokers = append(out.Brokers, BrokerStatus{ID: id, KafkaAddr: b.KafkaAddr, AdminAddr: b.AdminAddr, Alive: b.Alive})
+		out.Brokers = append(out.Brokers, BrokerStatus{ID: id, KafkaAddr: b.KafkaAddr, AdminAddr: b.AdminAddr, Alive: b.Alive,
+			ShuttingDown: b.ShuttingDown})
 	}
 	for _, r := range n.replicaList() {
 		ps := PartitionStatus{Topic: r.topic, Partition: r.index, GroupStatus: r.lead.describe()}

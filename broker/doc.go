@@ -105,6 +105,10 @@
 // request's context or when the raft host stops, which fails every
 // pending proposal with ErrStopped; raftReplication.track's goroutines end
 // with their proposal.
+// Drain (drain.go), which raftq server runs on SIGTERM before Close,
+// runs on its caller's goroutine and starts one goroutine per leadership
+// transfer, at most drainConcurrency at once, each ended before it
+// returns.
 //
 // # Process-wide state
 //

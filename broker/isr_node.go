@@ -167,10 +167,11 @@ func (n *Node) alterFailedWait(group uint64) {
 }
 
 // isrEligible reports whether broker id, seen at brokerEpoch, may join an
-// ISR: registered at that epoch and alive (not fenced) in the metadata.
+// ISR: registered at that epoch, alive (not fenced) and not in controlled
+// shutdown in the metadata (group 0 would refuse it).
 func (n *Node) isrEligible(id, brokerEpoch uint64) bool {
 	b, ok := n.meta.View().Brokers[id]
-	return ok && b.Alive && b.Epoch == brokerEpoch
+	return ok && b.Eligible() && b.Epoch == brokerEpoch
 }
 
 // registeredIn reports whether s holds broker id's registration from the
@@ -208,7 +209,16 @@ func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*is
 	return &isrReplication{p: ip, gid: gid,
 		preferred:      func() (uint64, bool) { return n.preferredReplica(gid) },
 		electPreferred: func(ctx context.Context) error { return n.electPreferred(ctx, gid) },
+		electedAfter:   func(epoch int32) bool { return n.electedAfter(gid, epoch) },
+		registered:     n.ctl.Registered,
 	}, nil
+}
+
+// electedAfter reports whether group 0, in this node's metadata, has
+// elected this node to lead group gid at a leader epoch above epoch.
+func (n *Node) electedAfter(gid uint64, epoch int32) bool {
+	ref, ok := n.meta.View().PartitionByGroup(gid)
+	return ok && ref.Partition.Leader == n.cfg.NodeID && int64(ref.Partition.LeaderTerm) > int64(epoch)
 }
 
 func (n *Node) preferredReplica(gid uint64) (uint64, bool) {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,10 @@ type metrics struct {
 	cleanerRuns      prometheus.Counter // cleaner.go
 	cleanerReclaimed prometheus.Counter
 	cleanerErrors    prometheus.Counter
+
+	// lastProduce is when the node last answered a produce request (unix
+	// nanoseconds), for the drain's wait for clients to move (drain.go).
+	lastProduce atomic.Int64
 }
 
 var _ kafka.Observer = (*metrics)(nil)
@@ -147,6 +152,7 @@ func (m *metrics) RequestDone(_ *kafka.Conn, key, _ int16, outcome kafka.Outcome
 }
 
 func (m *metrics) countProduce(r *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) {
+	m.lastProduce.Store(time.Now().UnixNano())
 	m.dash.produced(r, resp)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {

@@ -105,7 +105,7 @@ func (n *Node) start() error {
 	}
 	_, peerAddr, adminAddr := n.Addrs()
 	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr, Incarnation: n.incarnation,
-		StartID: n.startID})
+		StartID: n.startID, ControlledShutdown: true})
 	n.goLoop("retention", n.retentionLoop)
 	n.goLoop("groups", n.groupsLoop)
 	n.goLoop("cleaner", n.cleanerLoop)

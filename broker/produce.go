@@ -144,6 +144,7 @@ func validateProduced(rep *dataPartition, batch []byte) ([]byte, partition.Batch
 // produce lock so that appends keep arrival order (and raft's acks=1
 // projection stays exact).
 func (n *Node) appendBatch(ctx context.Context, rep *dataPartition, acks int16, batch []byte, info partition.BatchInfo, sp *kmsg.ProduceResponseTopicPartition) func(context.Context) {
+	n.awaitLeading(ctx, rep.repl)
 	rep.produceMu.Lock()
 	st := rep.repl.Leadership()
 	if !st.IsLeader {

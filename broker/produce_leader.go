@@ -22,6 +22,20 @@ func (n *Node) leaderSettleWait() time.Duration {
 	return 2 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
 }
 
+// awaitLeading holds a produce, up to leaderSettleWait, while the replica
+// has yet to take a leadership its node's metadata already gives it
+// (replication.AwaitLeading). It runs on the request's own goroutine,
+// before the produce lock, so that the connection's later requests, a
+// producer's next batches, stay behind it.
+func (n *Node) awaitLeading(ctx context.Context, repl replication) {
+	if repl.Leadership().IsLeader {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.leaderSettleWait())
+	defer cancel()
+	repl.AwaitLeading(ctx)
+}
+
 // answerNotLeader fills sp once leadership has settled (or the wait has
 // ended): NOT_LEADER with the leader. Should this node still lead (a
 // transfer that timed out, a batch refused for the uncommitted-bytes

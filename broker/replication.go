@@ -36,6 +36,12 @@ type leaderView interface {
 	WaitSettled(ctx context.Context) leadership
 	// TransferLeadership hands leadership to node to and waits for it.
 	TransferLeadership(ctx context.Context, to uint64) error
+	// successor is the node of candidates (eligible replicas, in
+	// preference order) to hand this leader's partition to when the node
+	// drains (drain.go), or 0 for none, or when the mode's leadership does
+	// not move by hand-over to any replica (ISR: group 0 elects at the
+	// node's controlled shutdown).
+	successor(candidates []uint64) uint64
 	// describe reports the replica's replication state for /v1/status
 	// and metrics.
 	describe() GroupStatus
@@ -65,6 +71,14 @@ type replication interface {
 	// It never turns false again within an epoch, so callers check it
 	// before they read the high watermark they compare with.
 	CaughtUp(epoch int32) bool
+	// AwaitLeading waits, until ctx ends, while this replica has yet to
+	// take a leadership that its node's metadata already gives it (ISR:
+	// reconcile has still to pass on group 0's election, moments away),
+	// and returns the leadership it ends with. A produce that arrives in
+	// that moment is then appended, not sent back to the old leader that
+	// just sent its client here, whose client would back off. A mode
+	// whose replicas elect themselves (raft) returns at once.
+	AwaitLeading(ctx context.Context) leadership
 	// Append replicates one validated batch. It fails at once with
 	// errNotLeader when this replica does not lead. acksAll says the
 	// producer waits for the commit (acks=all): a mode that refuses such

@@ -97,12 +97,16 @@ func (f *fakeReplication) WaitSettled(ctx context.Context) leadership {
 	}
 }
 
+func (f *fakeReplication) AwaitLeading(context.Context) leadership { return f.Leadership() }
+
 func (f *fakeReplication) TransferLeadership(_ context.Context, to uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.transfers = append(f.transfers, to)
 	return nil
 }
+
+func (f *fakeReplication) successor([]uint64) uint64 { return 0 }
 
 func (f *fakeReplication) describe() GroupStatus {
 	l := f.Leadership()

@@ -32,6 +32,13 @@ type isrReplication struct {
 	// electPreferred asks group 0 to elect the preferred replica
 	// (ElectLeaders{Preferred}); nil when nothing can propose (tests).
 	electPreferred func(ctx context.Context) error
+	// electedAfter reports whether the node's metadata has this node
+	// leading the partition at a leader epoch above epoch; nil: never.
+	electedAfter func(epoch int32) bool
+	// registered reports whether the node's metadata holds this process
+	// start's registration (coordinator.Controller.Registered); nil:
+	// always.
+	registered func() bool
 
 	// last is the state reconcile passed last (reconcile's goroutine
 	// only), to count the ISR changes of an epoch this node leads.
@@ -73,9 +80,18 @@ func classifyISR(err error) error {
 
 // Leadership is settling while no leader is known: group 0 is electing
 // (or has nobody to elect). ISR leadership never hands over, so there is
-// no transfer to wait out.
+// no transfer to wait out. A replica does not lead before its node has
+// registered this process start: until then its role may come from the
+// replay of a log in which this node led an epoch that group 0 has since
+// given to another (KRaft fences a broker the same way until it
+// registers), and a client with stale metadata would have its writes
+// taken by a leader that no longer is. It names itself, so that clients
+// retry here after a backoff.
 func (r *isrReplication) Leadership() leadership {
 	leader, epoch, isLeader := r.p.Leadership()
+	if isLeader && r.registered != nil && !r.registered() {
+		isLeader = false
+	}
 	return leadership{Leader: leader, Epoch: epoch, IsLeader: isLeader, Settling: leader == 0}
 }
 
@@ -84,6 +100,25 @@ func (r *isrReplication) WaitSettled(ctx context.Context) leadership {
 		changed := r.p.Changed()
 		l := r.Leadership()
 		if !l.Settling || r.closed.Load() {
+			return l
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return l
+		}
+	}
+}
+
+// AwaitLeading waits while group 0 has elected this node at a newer
+// epoch than the replica has taken: reconcile passes the election on
+// within moments of its apply, and a client that the old leader sent
+// here would back off before it asked again.
+func (r *isrReplication) AwaitLeading(ctx context.Context) leadership {
+	for {
+		changed := r.p.Changed()
+		l := r.Leadership()
+		if l.IsLeader || r.electedAfter == nil || !r.electedAfter(l.Epoch) || r.closed.Load() {
 			return l
 		}
 		select {
@@ -123,6 +158,10 @@ func (r *isrReplication) TransferLeadership(ctx context.Context, to uint64) erro
 		}
 	}
 }
+
+// successor is none: a draining node's ISR leaderships move by its
+// controlled shutdown in group 0, which elects from the ISR less it.
+func (r *isrReplication) successor([]uint64) uint64 { return 0 }
 
 func (r *isrReplication) describe() GroupStatus {
 	return isrGroupStatus(r.gid, r.p.Status(), time.Now())

@@ -134,3 +134,45 @@ func TestISRReplication_TransferOnlyToThePreferredReplica(t *testing.T) {
 		t.Errorf("transfer once the metadata names 2: %v", err)
 	}
 }
+
+// A replica whose node's metadata already has it elected waits for
+// reconcile to hand it the role (AwaitLeading), so that a produce arriving
+// in that moment is appended; one the metadata does not elect returns at
+// once.
+func TestISRReplication_AwaitLeadingWaitsForAnElectionOnItsWay(t *testing.T) {
+	r, _ := newISRAdapter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if l := r.AwaitLeading(ctx); l.IsLeader || ctx.Err() != nil {
+		t.Fatalf("with no election in the metadata: %+v (%v), want an answer at once, not leading", l, ctx.Err())
+	}
+	r.electedAfter = func(epoch int32) bool { return epoch < 3 } // group 0 elected node 1 at epoch 3
+	waiting := make(chan leadership, 1)
+	go func() { waiting <- r.AwaitLeading(ctx) }()
+	select {
+	case l := <-waiting:
+		t.Fatalf("returned %+v before the replica took its role", l)
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.p.Update(isr.State{Leader: 1, LeaderEpoch: 3, Replicas: []uint64{1}, ISR: []uint64{1}, MinISR: 1, BrokerEpoch: 1})
+	if l := <-waiting; !l.IsLeader || l.Epoch != 3 {
+		t.Fatalf("after the role arrived: %+v, want leading epoch 3", l)
+	}
+}
+
+// Before its node has registered this process start, a replica does not
+// lead, whatever role the (perhaps replayed) metadata gave it: it names
+// itself so that clients retry here, and leads once registered.
+func TestISRReplication_LeadsOnlyOnceThisStartIsRegistered(t *testing.T) {
+	r, _ := newISRAdapter(t)
+	registered := false
+	r.registered = func() bool { return registered }
+	r.p.Update(isr.State{Leader: 1, LeaderEpoch: 3, Replicas: []uint64{1}, ISR: []uint64{1}, MinISR: 1, BrokerEpoch: 1})
+	if l := r.Leadership(); l.IsLeader || l.Leader != 1 || l.Epoch != 3 || l.Settling {
+		t.Errorf("unregistered: %+v, want not leading, naming node 1 at epoch 3, not settling", l)
+	}
+	registered = true
+	if l := r.Leadership(); !l.IsLeader {
+		t.Errorf("registered: %+v, want leading", l)
+	}
+}

@@ -51,6 +51,10 @@ func (r *raftGroup) TransferLeadership(ctx context.Context, to uint64) error {
 	return classify(r.g.TransferLeadership(ctx, to))
 }
 
+// successor is the candidate voter that holds the most of this leader's
+// log (raftgroup.Group.Successor).
+func (r *raftGroup) successor(candidates []uint64) uint64 { return r.g.Successor(candidates) }
+
 func (r *raftGroup) describe() GroupStatus {
 	gs := groupStatus(r.g.Status())
 	gs.Mode = coordinator.ModeRaft
@@ -164,6 +168,9 @@ func (n *Node) openRaftReplication(ref coordinator.PartitionRef, cfg partition.R
 	}
 	return &raftReplication{raftGroup: *g, sm: sm}, nil
 }
+
+// AwaitLeading: a raft replica learns it leads from its own election.
+func (r *raftReplication) AwaitLeading(context.Context) leadership { return r.Leadership() }
 
 func (r *raftReplication) Log() *partition.Log                     { return r.sm.Log() }
 func (r *raftReplication) Epochs() []partition.EpochStart          { return r.sm.Epochs() }

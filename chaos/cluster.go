@@ -117,14 +117,17 @@ type Config struct {
 	Leader       LeaderFunc // for kill-leader and isolate-leader
 	Roles        RolesFunc  // for scripts that name roles
 	StartTimeout time.Duration
-	StopTimeout  time.Duration // SIGTERM grace before SIGKILL in Stop
-	Logger       *slog.Logger
+	// StopTimeout is the SIGTERM grace before SIGKILL in Stop; the
+	// default, 20 s, outlasts raftq server's leadership drain
+	// (--shutdown-timeout, 10 s) and its close.
+	StopTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // DefaultConfig returns a Config with the timeouts set; Binary, Nodes,
 // Dir and Args must still be filled in.
 func DefaultConfig() Config {
-	return Config{StartTimeout: 30 * time.Second, StopTimeout: 10 * time.Second, Ports: DefaultPorts}
+	return Config{StartTimeout: 30 * time.Second, StopTimeout: 20 * time.Second, Ports: DefaultPorts}
 }
 
 // Validate checks the Config.

@@ -37,6 +37,8 @@ func apply(s *State, c *Command, index uint64) Result {
 		return s.updateFeatures(c.UpdateFeatures)
 	case c.SetTopicDefaults != nil:
 		return s.setTopicDefaults(c.SetTopicDefaults)
+	case c.ControlledShutdown != nil:
+		return s.controlledShutdown(c.ControlledShutdown)
 	}
 	return Result{Err: cmdErr(kerr.InvalidRequest, "empty metadata command")}
 }
@@ -45,7 +47,9 @@ func apply(s *State, c *Command, index uint64) Result {
 // epoch. A new StartID means the process restarted: in ISR mode the
 // broker is fenced first, as KRaft fences the old incarnation before it
 // accepts the new one, so that it leaves every ISR and ELR and must catch
-// up again. Registering also makes the broker alive (unfenced).
+// up again. Registering also makes the broker alive (unfenced). Only a
+// new StartID ends a controlled shutdown: a registration of the same
+// start (new addresses, say) keeps it.
 func (s *State) registerBroker(b *Broker, index uint64) Result {
 	if b.ID == 0 {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "broker id 0 is reserved")}
@@ -63,6 +67,7 @@ func (s *State) registerBroker(b *Broker, index uint64) Result {
 	nb := *b
 	nb.Alive = true
 	nb.Epoch = index
+	nb.ShuttingDown = known && !restarted && old.ShuttingDown
 	s.Brokers[b.ID] = &nb
 	if restarted || known && !old.Alive {
 		s.unfenceISR(b.ID)

@@ -23,6 +23,7 @@ type Command struct {
 	ElectLeaders        *ElectLeaders        `json:"elect_leaders,omitempty"`
 	UpdateFeatures      *UpdateFeatures      `json:"update_features,omitempty"`
 	SetTopicDefaults    *SetTopicDefaults    `json:"set_topic_defaults,omitempty"`
+	ControlledShutdown  *ControlledShutdown  `json:"controlled_shutdown,omitempty"`
 }
 
 // SetAlive marks a broker alive or not.
@@ -142,6 +143,18 @@ type SetTopicDefaults struct {
 	Defaults TopicDefaults `json:"defaults,omitempty"`
 	// ConfigVersion is as in CreateTopic.
 	ConfigVersion int `json:"config_version,omitempty"`
+}
+
+// ControlledShutdown puts broker ID, in the process start StartID, into
+// controlled shutdown (Kafka's KIP-841): at apply it leaves every ISR and
+// ISR partitions it led elect new leaders, as when it is fenced, while it
+// still serves; it stays ineligible (Broker.ShuttingDown) until it
+// registers with a new StartID. A StartID other than the registered one
+// is refused, so that a late proposal of a process that has since
+// restarted cannot fence the new one.
+type ControlledShutdown struct {
+	ID      uint64 `json:"id"`
+	StartID string `json:"start_id"`
 }
 
 // Result is what applying a command returns to its proposer.

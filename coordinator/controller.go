@@ -94,6 +94,7 @@ type Controller struct {
 	cfg   ControllerConfig
 	log   *slog.Logger
 	group *raftgroup.Group
+	self  Broker // as Start registered it
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -123,6 +124,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 // Start starts the loops, registering self as this node's broker.
 // self.StartID should be new with each process start (NewStartID).
 func (c *Controller) Start(self Broker) {
+	c.self = self
 	c.goLoop("register", func(ctx context.Context) { c.registerLoop(ctx, self) })
 	c.goLoop("reconcile", c.reconcileLoop)
 	c.goLoop("leader-hints", c.hintLoop)

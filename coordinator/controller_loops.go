@@ -202,8 +202,9 @@ func (c *Controller) updateLiveness(ctx context.Context, lastHeard map[uint64]ti
 
 // leaderBalanceLoop hands leadership of each partition this node leads
 // back to the partition's preferred replica (its first, spread evenly by
-// placement) when that replica is alive, so that produce load spreads over
-// the nodes after failovers, as Kafka's automatic leader rebalance does.
+// placement) when that replica is alive and not in controlled shutdown,
+// so that produce load spreads over the nodes after failovers, as Kafka's
+// automatic leader rebalance does.
 // An ISR partition moves only when the preferred replica is in its ISR;
 // its TransferLeadership asks group 0 for a preferred election.
 func (c *Controller) leaderBalanceLoop(ctx context.Context) {
@@ -218,8 +219,8 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 			continue
 		}
 		preferred := ref.Partition.Replicas[0]
-		if b, alive := st.Brokers[preferred]; preferred == c.cfg.NodeID || !alive || !b.Alive {
-			continue
+		if b, ok := st.Brokers[preferred]; preferred == c.cfg.NodeID || !ok || !b.Eligible() {
+			continue // dead, or in controlled shutdown: it is about to stop
 		}
 		if ref.Topic.IsISR() && !slices.Contains(ref.Partition.ISR, preferred) {
 			continue // group 0 elects only from the ISR; it rejoins by fetching first

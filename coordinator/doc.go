@@ -26,15 +26,20 @@
 // (LeaderTerm), ISR, ELR, last known leader, partition epoch and
 // recovering flag, as Kafka's KRaft controller is. Elections are computed
 // at apply (isr_elect.go, after Kafka's PartitionChangeBuilder) on
-// SetAlive, RegisterBroker, AlterPartition, ElectLeaders, AlterConfigs and
-// UpdateFeatures: the current leader if valid, else the first ISR member
+// SetAlive, RegisterBroker, AlterPartition, ElectLeaders, AlterConfigs,
+// UpdateFeatures and ControlledShutdown: the current leader if valid, else the first ISR member
 // in replica order that is alive, else with the ISR empty an ELR member,
 // else (ELR on) the last known leader, else with
 // unclean.leader.election.enable any alive replica, which alone becomes
 // the ISR and is marked Recovering. A dead broker leaves every ISR, but
 // never empties one unless ELR is on; a broker registering with a new
 // StartID (a restart) is fenced, leaves ISR and ELR, and is then
-// unfenced. AlterPartition is a compare-and-set on leader epoch and
+// unfenced. A broker about to stop proposes its ControlledShutdown
+// (KIP-841, shutdown.go): it is fenced as a dead broker is (keeping its
+// ELR places, as a clean shutdown does) while it still serves, and stays
+// ineligible to lead, join an ISR or take leadership back by leader
+// balance (Broker.Eligible) until it registers with a new StartID;
+// SetAlive does not undo it. AlterPartition is a compare-and-set on leader epoch and
 // partition epoch with Kafka's error codes. ELR is a cluster feature in
 // the state (UpdateFeatures), not a node flag, since apply must not
 // depend on the node. Invariants, checked on every restore (state_check.go)
@@ -93,8 +98,11 @@
 // liveness from the transport, the ELR feature and the topic defaults: it
 // proposes UpdateFeatures and SetTopicDefaults when the state differs
 // from its own ControllerConfig.EligibleLeaderReplicas and TopicDefaults,
-// so the metadata leader's flags win) and leader balance (leadership back to the
-// preferred replica). It sees the node's replicas only as LocalReplica,
+// so the metadata leader's flags win) and leader balance (leadership back
+// to the preferred replica, unless it is in controlled shutdown). For a
+// node's drain it proposes the ControlledShutdown and hands group 0's
+// leadership to the most caught-up eligible voter (controller_drain.go).
+// It sees the node's replicas only as LocalReplica,
 // and the transport only as Connected. Its proposals fail with
 // ErrNoController when no group-0 leader took them. Close stops and waits
 // for every loop it started.

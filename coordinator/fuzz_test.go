@@ -34,6 +34,9 @@ var fuzzSeedCommands = []string{
 	`{"register_broker":{"id":3,"kafka_addr":"127.0.0.1:9094","incarnation":"c","start_id":"x"}}`,
 	`{"alter_partition":{"items":[{"group":6,"leader":1,"leader_epoch":0,"partition_epoch":0,"isr":[{"id":1,"broker_epoch":1}]}]}}`,
 	`{"elect_leaders":{"groups":[6,7],"preferred":true}}`,
+	`{"controlled_shutdown":{"id":1,"start_id":""}}`,
+	`{"alter_partition":{"items":[{"group":6,"leader":2,"leader_epoch":1,"partition_epoch":1,"isr":[{"id":1,"broker_epoch":1},{"id":2,"broker_epoch":2}]}]}}`,
+	`{"register_broker":{"id":1,"kafka_addr":"127.0.0.1:9092","incarnation":"a","start_id":"y"}}`,
 }
 
 // FuzzMetadataApply feeds the metadata state machine a log of arbitrary

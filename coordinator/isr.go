@@ -13,10 +13,11 @@ import (
 // no entry of a log without one applies differently (doc.go, "Versions").
 
 // initISR sets up t's partitions from index from on, just placed: every
-// alive replica is in sync (the log is empty) and the first of them leads.
-// Kafka refuses the same way when no assigned replica is unfenced. Only
-// the topic's own min.insync.replicas must fit its replication factor: a
-// cluster default above it refuses acks=all writes instead, as in Kafka.
+// eligible replica (alive, not shutting down) is in sync (the log is
+// empty) and the first of them leads. Kafka refuses the same way when no
+// assigned replica is unfenced. Only the topic's own min.insync.replicas
+// must fit its replication factor: a cluster default above it refuses
+// acks=all writes instead, as in Kafka.
 func (s *State) initISR(t *Topic, from int) error {
 	if min, err := strconv.ParseInt(t.Configs["min.insync.replicas"], 10, 64); err == nil && min > int64(t.ReplicationFactor()) {
 		return cmdErr(kerr.InvalidConfig, "min.insync.replicas %d exceeds the replication factor %d", min, t.ReplicationFactor())
@@ -24,7 +25,7 @@ func (s *State) initISR(t *Topic, from int) error {
 	for i := from; i < len(t.Partitions); i++ {
 		p := &t.Partitions[i]
 		for _, r := range p.Replicas {
-			if s.Brokers[r].Alive {
+			if s.Brokers[r].Eligible() {
 				p.ISR = append(p.ISR, r)
 			}
 		}
@@ -166,8 +167,8 @@ func (s *State) checkAlter(p Partition, it AlterPartitionItem) error {
 	}
 	for _, m := range it.ISR {
 		b, ok := s.Brokers[m.ID]
-		if !ok || !b.Alive || b.Epoch != m.BrokerEpoch {
-			return cmdErr(kerr.IneligibleReplica, "replica %d is unregistered, fenced or not at broker epoch %d", m.ID, m.BrokerEpoch)
+		if !ok || !b.Eligible() || b.Epoch != m.BrokerEpoch {
+			return cmdErr(kerr.IneligibleReplica, "replica %d is unregistered, fenced, shutting down or not at broker epoch %d", m.ID, m.BrokerEpoch)
 		}
 	}
 	return nil

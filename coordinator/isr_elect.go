@@ -7,7 +7,7 @@ import "slices"
 // election settings. Built from a State, it makes every change a pure
 // function of state and command, as apply must be.
 type isrRules struct {
-	acceptable func(id uint64) bool // registered, alive, not excluded
+	acceptable func(id uint64) bool // registered, eligible, not excluded
 	elr        bool                 // KIP-966 eligible leader replicas
 	minISR     int
 	unclean    bool // unclean.leader.election.enable
@@ -19,7 +19,7 @@ func (s *State) rules(t *Topic, excluded uint64) isrRules {
 	return isrRules{
 		acceptable: func(id uint64) bool {
 			b, ok := s.Brokers[id]
-			return ok && b.Alive && id != excluded
+			return ok && b.Eligible() && id != excluded
 		},
 		elr:     s.EligibleLeaderReplicas,
 		minISR:  int(t.ConfigInt("min.insync.replicas")),

@@ -33,7 +33,26 @@ type Broker struct {
 	// A registration with a new one is a restart: the broker is fenced,
 	// then unfenced, so that it leaves every ISR and must catch up again.
 	StartID string `json:"start_id,omitempty"`
+	// ShuttingDown marks a broker in controlled shutdown (KIP-841), set
+	// by ControlledShutdown: it has left every ISR as fencing leaves
+	// them (an ISR's last member stays with ELR off), leads no ISR
+	// partition, and may neither join an ISR nor lead nor be handed a
+	// raft partition's leadership by leader balance, alive or not, until
+	// it registers with a new StartID. Only that command sets it, so no
+	// entry written before it applies differently.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
+	// ControlledShutdown says the broker's binary applies
+	// ControlledShutdown commands; every broker of this version
+	// registers with it. A drain proposes one only when every registered
+	// broker does: a node of an older version would refuse the command
+	// at apply (an empty command to it) while the others applied it, and
+	// their metadata, ISR leaders included, would diverge.
+	ControlledShutdown bool `json:"controlled_shutdown,omitempty"`
 }
+
+// Eligible reports whether b may lead partitions and join ISRs: alive
+// (not fenced) and not in controlled shutdown.
+func (b *Broker) Eligible() bool { return b.Alive && !b.ShuttingDown }
 
 // Partition is one partition of a topic and the raft group that replicates it.
 type Partition struct {

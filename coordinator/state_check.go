@@ -10,10 +10,11 @@ import (
 // leaves: keys that match their values, topic defaults that
 // SetTopicDefaults takes, topics with distinct non-zero ids and the
 // state's topic defaults, partitions numbered by position on distinct
-// raft groups below NextGroup, each on distinct registered brokers, and
-// the ISR invariants (checkISRFields). A restored snapshot is checked
-// before it is published, so that a damaged one stops the group with an
-// error rather than a panic later.
+// raft groups below NextGroup, each on distinct registered brokers, the
+// ISR invariants (checkISRFields), and no ISR partition led by a broker
+// in controlled shutdown. A restored snapshot is checked before it is
+// published, so that a damaged one stops the group with an error rather
+// than a panic later.
 func (s *State) check() error {
 	if s.Brokers == nil || s.Topics == nil || s.NextGroup <= MetadataGroup || s.NextProducerID < 0 {
 		return errors.New("brokers, topics, next group or next producer id missing")
@@ -44,6 +45,9 @@ func (s *State) check() error {
 			}
 			if err := checkISRFields(t, p); err != nil {
 				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
+			}
+			if b := s.Brokers[p.Leader]; t.IsISR() && b != nil && b.ShuttingDown {
+				return fmt.Errorf("topic %q partition %d: led by broker %d in controlled shutdown", name, i, p.Leader)
 			}
 		}
 	}

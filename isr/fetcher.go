@@ -25,8 +25,11 @@ const (
 	// refusedBackoff holds a partition's fetches back after its leader
 	// refused one (not the leader, a stale epoch), until new metadata.
 	refusedBackoff = 200 * time.Millisecond
-	minBackoff     = 50 * time.Millisecond
-	maxBackoff     = time.Second
+	// behindBackoff holds them back after a refusal from a leader that
+	// has not yet applied the metadata this follower has (leaderBehind).
+	behindBackoff = 10 * time.Millisecond
+	minBackoff    = 50 * time.Millisecond
+	maxBackoff    = time.Second
 )
 
 func newFetcher(m *Manager, leader uint64) *fetcher {
@@ -49,9 +52,10 @@ func (f *fetcher) run() {
 		if !ok {
 			return
 		}
-		sent, req := f.request(parts, time.Now())
+		now := time.Now()
+		sent, req := f.request(parts, now)
 		if len(sent) == 0 {
-			f.sleep(refusedBackoff)
+			f.sleep(retryWait(parts, now))
 			continue
 		}
 		if f.round(sent, req) {
@@ -61,6 +65,19 @@ func (f *fetcher) run() {
 		f.sleep(backoff)
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// retryWait is how long a fetcher with nothing to send waits: until the
+// first of its partitions held back after a refusal may fetch again, at
+// most refusedBackoff (a kick, new metadata, cuts it short).
+func retryWait(parts []*Partition, now time.Time) time.Duration {
+	wait := refusedBackoff
+	for _, p := range parts {
+		if d := p.retryIn(now); d > 0 {
+			wait = min(wait, d)
+		}
+	}
+	return wait
 }
 
 // round sends one fetch and applies its answer; it reports whether it

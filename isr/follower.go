@@ -50,6 +50,15 @@ func (p *Partition) applyFetch(leader uint64, pos fetchPos, rp *kmsg.FetchRespon
 		p.outOfRange(rp)
 		return true
 	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code, kerr.UnknownTopicOrPartition.Code:
+		if leaderBehind(rp, pos.epoch) {
+			// The leader has yet to apply the metadata that made it
+			// leader at our epoch, which it will within moments: ask
+			// again soon, and count the answer usable so that the
+			// fetcher does not back off. The new leader's HW, and so
+			// its acks=all producers, wait for this fetch.
+			p.retryAt = time.Now().Add(behindBackoff)
+			return true
+		}
 		p.retryAt = time.Now().Add(refusedBackoff)
 		return false
 	default:
@@ -66,6 +75,27 @@ func (p *Partition) applyFetch(leader uint64, pos fetchPos, rp *kmsg.FetchRespon
 	}
 	p.followLeader(rp.HighWatermark, rp.LogStartOffset)
 	return true
+}
+
+// leaderBehind reports whether a refusal comes from a leader that knows
+// less than this follower, which fetched at epoch: it does not know the
+// epoch yet, or it still names an older leader (or none).
+func leaderBehind(rp *kmsg.FetchResponseTopicPartition, epoch int32) bool {
+	switch rp.ErrorCode {
+	case kerr.UnknownLeaderEpoch.Code:
+		return true
+	case kerr.NotLeaderForPartition.Code:
+		return rp.CurrentLeader.LeaderEpoch < epoch
+	}
+	return false
+}
+
+// retryIn is how long this replica's fetches are still held back after a
+// refusal (0: not held back).
+func (p *Partition) retryIn(now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(p.retryAt.Sub(now), 0)
 }
 
 // appendFetched appends the leader's batches, then flushes if the policy

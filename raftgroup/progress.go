@@ -11,7 +11,8 @@ import (
 
 // VoterProgress is what a leader knows of one voter's log, for Kafka's
 // view of replication (an ISR of the voters within a lag time of the
-// leader, and under-replicated partitions). It never steers raft.
+// leader, and under-replicated partitions) and for choosing whom to hand
+// leadership to (Successor). It never steers raft.
 type VoterProgress struct {
 	ID uint64
 	// Match is the highest index the leader knows the voter holds.
@@ -120,4 +121,29 @@ func (g *Group) newProgressView(term, last uint64) *progressView {
 	}
 	g.progress.Store(pv)
 	return pv
+}
+
+// Successor returns the candidate best placed to take this leader's
+// place: of the candidates that are voters other than this node, the one
+// whose log the leader knows to hold the most (its Match), the earliest
+// in candidates on a tie. A transfer to it ends soonest, since raft hands
+// leadership over only once the transferee holds the leader's whole log.
+// It returns 0 if this replica does not lead or no candidate qualifies.
+func (g *Group) Successor(candidates []uint64) uint64 {
+	voters, _, ok := g.Progress()
+	if !ok {
+		return 0
+	}
+	var best uint64
+	var bestMatch uint64
+	for _, id := range candidates {
+		i := slices.IndexFunc(voters, func(v VoterProgress) bool { return v.ID == id })
+		if id == g.node || i < 0 {
+			continue
+		}
+		if m := voters[i].Match; best == 0 || m > bestMatch {
+			best, bestMatch = id, m
+		}
+	}
+	return best
 }

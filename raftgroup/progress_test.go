@@ -56,3 +56,41 @@ func TestGroup_Progress(t *testing.T) {
 		}
 	}
 }
+
+// A leader's successor is the candidate voter holding the most of its
+// log: a stopped voter, listed first, loses to the live one; without a
+// live candidate it is the stopped one; the leader itself, a node that
+// is no voter, and any follower's answer are 0.
+func TestGroup_Successor(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, nil)
+	lead := c.leader(1)
+	var others []uint64
+	for id := uint64(1); id <= 3; id++ {
+		if id != lead.node {
+			others = append(others, id)
+		}
+	}
+	down, live := others[0], others[1]
+	c.stop(down)
+	eventually(t, fmt.Sprintf("voter %d to fall behind", down), func() bool {
+		c.propose(lead, "more")
+		voters, _, _ := lead.Progress()
+		m := map[uint64]uint64{}
+		for _, v := range voters {
+			m[v.ID] = v.Match
+		}
+		return m[live] > m[down]
+	})
+	if got := lead.Successor([]uint64{down, live}); got != live {
+		t.Errorf("successor of %v: %d, want the live voter %d", []uint64{down, live}, got, live)
+	}
+	if got := lead.Successor([]uint64{down}); got != down {
+		t.Errorf("successor of [%d]: %d, want %d", down, got, down)
+	}
+	if got := lead.Successor([]uint64{lead.node, 9}); got != 0 {
+		t.Errorf("successor among the leader and a non-voter: %d, want 0", got)
+	}
+	if got := c.host(live).Group(1).Successor([]uint64{down, lead.node}); got != 0 {
+		t.Errorf("a follower's successor: %d, want 0", got)
+	}
+}

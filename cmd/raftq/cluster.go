@@ -126,7 +126,7 @@ func printNodes(e *env, seed broker.Status, statuses map[uint64]*broker.Status) 
 // nodeLine is one node's row; s is its own status, nil when its admin
 // endpoint did not answer. The metadata marks a killed node dead only
 // after its heartbeats time out, so alive and unreachable is "unknown",
-// not a claim that it is up.
+// not a claim that it is up; alive in controlled shutdown is "draining".
 func nodeLine(b broker.BrokerStatus, s *broker.Status) string {
 	alive := fmt.Sprint(b.Alive)
 	fsync, wal, n := "-", "-", "-"
@@ -134,6 +134,9 @@ func nodeLine(b broker.BrokerStatus, s *broker.Status) string {
 		fsync, wal, n = s.Fsync, s.WAL, fmt.Sprint(len(s.Partitions))
 	} else if b.Alive {
 		alive = "unknown"
+	}
+	if b.Alive && b.ShuttingDown {
+		alive = "draining"
 	}
 	return fmt.Sprintf("%d\t%s\t%s\t%s\t%v\t%s\t%s\t%s", b.ID, b.KafkaAddr, b.AdminAddr, alive, s != nil, fsync, wal, n)
 }

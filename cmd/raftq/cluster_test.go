@@ -11,18 +11,21 @@ func TestNodeLine(t *testing.T) {
 	b := broker.BrokerStatus{ID: 2, KafkaAddr: "k:2", AdminAddr: "a:2", Alive: true}
 	up := &broker.Status{Fsync: "always", WAL: "shared", Partitions: make([]broker.PartitionStatus, 4)}
 	for _, c := range []struct {
-		name  string
-		alive bool
-		s     *broker.Status
-		want  string
+		name     string
+		alive    bool
+		draining bool
+		s        *broker.Status
+		want     string
 	}{
-		{"up", true, up, "2 k:2 a:2 true true always shared 4"},
+		{"up", true, false, up, "2 k:2 a:2 true true always shared 4"},
+		{"in controlled shutdown", true, true, up, "2 k:2 a:2 draining true always shared 4"},
+		{"stopped after its drain", false, true, nil, "2 k:2 a:2 false false - - -"},
 		// Killed: the metadata still says alive until heartbeats time out.
-		{"killed, not yet marked dead", true, nil, "2 k:2 a:2 unknown false - - -"},
-		{"dead", false, nil, "2 k:2 a:2 false false - - -"},
-		{"marked dead but answering", false, up, "2 k:2 a:2 false true always shared 4"},
+		{"killed, not yet marked dead", true, false, nil, "2 k:2 a:2 unknown false - - -"},
+		{"dead", false, false, nil, "2 k:2 a:2 false false - - -"},
+		{"marked dead but answering", false, false, up, "2 k:2 a:2 false true always shared 4"},
 	} {
-		b.Alive = c.alive
+		b.Alive, b.ShuttingDown = c.alive, c.draining
 		if got := strings.Join(strings.Split(nodeLine(b, c.s), "\t"), " "); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}

@@ -13,7 +13,10 @@
 //
 // Run "raftq COMMAND --help" for a command's flags.
 //
-// Ctrl-C or SIGTERM asks a command to wind up: a node stops cleanly, and
+// Ctrl-C or SIGTERM asks a command to wind up: a server node first hands
+// the leadership of its partitions and of the metadata group to other
+// replicas, for up to --shutdown-timeout (10 s; 0 skips it), then stops
+// cleanly (raftq dev, which stops every node at once, skips that), and
 // produce and bench stop sending and wait up to --drain-timeout (30 s)
 // for the answers to what they sent, saying so if that takes more than a
 // second. Records still unanswered then are counted and reported, and the

@@ -24,6 +24,7 @@ type failoverLoad struct {
 	maxRecords  int // never send more than this
 	loadTimeout time.Duration
 	valueBytes  int // pad each value to this size, uncompressed (0: no padding)
+	rate        int // records per second (0: as fast as the client takes them)
 }
 
 var shortFailover = failoverLoad{parts: 3, beforeKill: 1500, afterKill: 1500, maxRecords: 30000, loadTimeout: 60 * time.Second}
@@ -113,6 +114,7 @@ type load struct {
 	cl       *kgo.Client
 	max      int
 	pad      int // value size, see failoverLoad.valueBytes
+	rate     int // see failoverLoad.rate
 	timeout  time.Duration
 	stopping atomic.Bool        // ends the producing loop
 	ctx      context.Context    // cancelled at cleanup only: fails what is still buffered
@@ -125,6 +127,7 @@ type load struct {
 	ackedP  map[int32]int // acknowledged per partition
 	failed  int
 	firstEr error
+	maxWait time.Duration // the longest a record waited for its answer
 	cond    chan struct{} // closed and replaced on every ack
 }
 
@@ -136,7 +139,7 @@ func startLoad(t *testing.T, c *chaos.Cluster, topic string, fl failoverLoad) *l
 		opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression()))
 	}
 	cl := e2eClient(t, c, opts...)
-	ld := &load{cl: cl, max: fl.maxRecords, pad: fl.valueBytes, timeout: fl.loadTimeout, done: make(chan struct{}),
+	ld := &load{cl: cl, max: fl.maxRecords, pad: fl.valueBytes, rate: fl.rate, timeout: fl.loadTimeout, done: make(chan struct{}),
 		sent: map[int32][]string{}, acked: map[string]bool{}, ackedP: map[int32]int{}, cond: make(chan struct{})}
 	ld.ctx, ld.cancel = context.WithCancel(context.Background())
 	go ld.run(fl.parts)
@@ -146,10 +149,13 @@ func startLoad(t *testing.T, c *chaos.Cluster, topic string, fl failoverLoad) *l
 
 func (l *load) run(parts int32) {
 	defer close(l.done)
+	pace, stopPace := l.pacer()
+	defer stopPace()
 	for i := 0; i < l.max; i++ {
 		if l.stopping.Load() {
 			return
 		}
+		pace(i)
 		p := int32(i) % parts
 		v := fmt.Sprintf("p%d-%d", p, i/int(parts))
 		if len(v) < l.pad {
@@ -158,9 +164,10 @@ func (l *load) run(parts int32) {
 		l.mu.Lock()
 		l.sent[p] = append(l.sent[p], v)
 		l.mu.Unlock()
-		l.cl.Produce(l.ctx, &kgo.Record{Partition: p, Value: []byte(v)}, func(r *kgo.Record, err error) {
+		l.cl.Produce(l.ctx, &kgo.Record{Partition: p, Value: []byte(v), Timestamp: time.Now()}, func(r *kgo.Record, err error) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
+			l.maxWait = max(l.maxWait, time.Since(r.Timestamp))
 			if err != nil {
 				l.failed++
 				if l.firstEr == nil {
@@ -174,6 +181,22 @@ func (l *load) run(parts int32) {
 			l.cond = make(chan struct{})
 		})
 	}
+}
+
+// pacer returns what run calls before its i'th record, and a stop for
+// when it ends: nothing without a rate, else a wait for the next 10 ms
+// tick every rate/100 records.
+func (l *load) pacer() (pace func(i int), stop func()) {
+	if l.rate <= 0 {
+		return func(int) {}, func() {}
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	per := max(l.rate/100, 1)
+	return func(i int) {
+		if i%per == 0 {
+			<-tick.C
+		}
+	}, tick.Stop
 }
 
 func (l *load) ackedOn(p int32) int {
@@ -222,6 +245,13 @@ func (l *load) stop(t *testing.T) (map[int32][]string, map[string]bool, int) {
 		t.Logf("first produce error: %v", l.firstEr)
 	}
 	return l.sent, l.acked, l.failed
+}
+
+// longestWait is the longest any record has waited for its answer.
+func (l *load) longestWait() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.maxWait
 }
 
 func countAll(m map[int32][]string) int {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -22,6 +23,8 @@ type serverFlags struct {
 	// brokerConfigs, when set, fills cfg.BrokerConfigs (dev sets
 	// cfg.BrokerConfigs itself, the same for every node).
 	brokerConfigs *brokerConfigFlags
+	// shutdownTimeout bounds the leadership drain on SIGTERM (0: none).
+	shutdownTimeout time.Duration
 }
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
@@ -67,6 +70,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	bindReplicationFlags(fs, c)
 	f.brokerConfigs = bindBrokerConfigFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer acks=all before raft commit (for testing the checkers only)")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
 	return f
@@ -153,11 +157,12 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg.Console = cons.hook(logger)
-	_, closeNode, err := openNode(cfg)
+	n, closeNode, err := openNode(cfg)
 	if err != nil {
 		return err
 	}
 	<-ctx.Done()
 	logger.Info("shutting down")
+	drainNode(n, f.shutdownTimeout)
 	return closeNode()
 }
