@@ -500,7 +500,7 @@ func (c MatrixCell) AvailabilityDisagrees() string {
 	}
 	longest := "never recovered"
 	if stall >= 0 {
-		longest = stall.Round(10*time.Millisecond).String()
+		longest = stall.Round(10 * time.Millisecond).String()
 	}
 	switch wantU := strings.Contains(exp, "U"); {
 	case wantU && got != "U":
