@@ -302,4 +302,10 @@ func TestTransport_LastHeardOutlivesTheStream(t *testing.T) {
 	if got := n2.Stats().Peers[1].LastHeard; got.Before(before) || got.After(time.Now()) {
 		t.Fatalf("LastHeard after the loss = %v, want the frame's arrival (after %v)", got, before)
 	}
+	if one, ok := n2.PeerStats(1); !ok || !one.LastHeard.Equal(n2.Stats().Peers[1].LastHeard) || one.Connected {
+		t.Fatalf("PeerStats(1) = %+v, %v; want Stats' view of peer 1", one, ok)
+	}
+	if _, ok := n2.PeerStats(9); ok {
+		t.Fatal("PeerStats of an unknown peer")
+	}
 }

@@ -116,6 +116,17 @@ func (t *Transport) Stats() Stats {
 	return s
 }
 
+// PeerStats returns peer id's counters alone (false for an unknown id):
+// what Stats().Peers[id] holds, without gathering every peer's and the
+// transport's, for a caller that asks about one peer often (liveness).
+func (t *Transport) PeerStats(id uint64) (PeerStats, bool) {
+	p := t.peer(id)
+	if p == nil {
+		return PeerStats{}, false
+	}
+	return p.snapshotStats(), true
+}
+
 func (p *peer) snapshotStats() PeerStats {
 	c := &p.stats
 	return PeerStats{
