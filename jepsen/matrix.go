@@ -467,6 +467,19 @@ func (c MatrixCell) unavailable() bool {
 	return false
 }
 
+// longestFailover is the longest failover of the cell's faults,
+// overlapped ones included, or "never recovered".
+func (c MatrixCell) longestFailover() string {
+	var longest time.Duration
+	for _, f := range c.Measures.Faults {
+		if f.FailoverNs < 0 {
+			return "never recovered"
+		}
+		longest = max(longest, time.Duration(f.FailoverNs))
+	}
+	return longest.Round(10 * time.Millisecond).String()
+}
+
 // Disagrees lists how a measured cell contradicts its expected outcome:
 // on loss (LossDisagrees) and on availability (AvailabilityDisagrees),
 // one line each; empty when they agree or nothing was expected.
@@ -482,26 +495,15 @@ func (c MatrixCell) Disagrees() string {
 
 // AvailabilityDisagrees says how a cell's availability contradicts its
 // expected outcome: U expected (acks=all unavailable for the fault) and
-// every partition kept at least half its sends, or none expected (ok, W)
-// and a partition kept less. Cells that lost writes, or expect them (L
-// may come with either), are judged on loss only.
+// no fault stopped writes for most of its length (unavailable), or none
+// expected (ok, W) and one did. Cells that lost writes, or expect them
+// (L may come with either), are judged on loss only.
 func (c MatrixCell) AvailabilityDisagrees() string {
 	exp, got := c.Expected, c.Measured()
 	if exp == "" || exp == "n/a" || got == "error" || got == "L" || strings.Contains(exp, "L") {
 		return ""
 	}
-	stall := time.Duration(0)
-	for _, f := range c.Measures.Faults {
-		if f.FailoverNs < 0 {
-			stall = -1
-			break
-		}
-		stall = max(stall, time.Duration(f.FailoverNs))
-	}
-	longest := "never recovered"
-	if stall >= 0 {
-		longest = stall.Round(10 * time.Millisecond).String()
-	}
+	longest := c.longestFailover()
 	switch wantU := strings.Contains(exp, "U"); {
 	case wantU && got != "U":
 		return fmt.Sprintf("%s/%s seed %d: expected %s, but no fault stopped writes for most of its length (longest failover %s)",
