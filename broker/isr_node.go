@@ -174,13 +174,6 @@ func (n *Node) isrEligible(id, brokerEpoch uint64) bool {
 	return ok && b.Eligible() && b.Epoch == brokerEpoch
 }
 
-// registeredIn reports whether s holds broker id's registration from the
-// start named startID.
-func registeredIn(s *coordinator.State, id uint64, startID string) bool {
-	b, ok := s.Brokers[id]
-	return ok && startID != "" && b.StartID == startID
-}
-
 // brokerEpoch is this node's broker epoch in the metadata, 0 while it is
 // not registered.
 func (n *Node) brokerEpoch() uint64 { return brokerEpochIn(n.meta.View(), n.cfg.NodeID) }
@@ -210,7 +203,6 @@ func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*is
 		preferred:      func() (uint64, bool) { return n.preferredReplica(gid) },
 		electPreferred: func(ctx context.Context) error { return n.electPreferred(ctx, gid) },
 		electedAfter:   func(epoch int32) bool { return n.electedAfter(gid, epoch) },
-		registered:     n.ctl.Registered,
 	}, nil
 }
 
@@ -256,7 +248,7 @@ func (n *Node) electPreferred(ctx context.Context, gid uint64) error {
 // own registration.
 func (n *Node) updateISR(r *replica, s *coordinator.State, ref coordinator.PartitionRef) {
 	ir := r.isr()
-	if ir == nil || !registeredIn(s, n.cfg.NodeID, n.startID) {
+	if ir == nil || !n.ctl.RegisteredIn(s) {
 		return
 	}
 	st := isrState(s, ref, n.cfg.NodeID)

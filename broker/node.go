@@ -27,9 +27,6 @@ type Node struct {
 	advert string // advertised Kafka address
 	// incarnation names this data dir (node.json); peers check it.
 	incarnation string
-	// startID names this process's start (coordinator.Broker.StartID).
-	// Set before the controller starts and never changed after.
-	startID string
 
 	peer *peer.Transport
 	host *raftgroup.Host
@@ -89,7 +86,6 @@ func (n *Node) start() error {
 		return err
 	}
 	n.incarnation = inc
-	n.startID = coordinator.NewStartID()
 	setWALSegmentSize(n.cfg.WALSegmentBytes, n.log)
 	if err := n.startRaft(); err != nil {
 		return err
@@ -105,7 +101,7 @@ func (n *Node) start() error {
 	}
 	_, peerAddr, adminAddr := n.Addrs()
 	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr, Incarnation: n.incarnation,
-		StartID: n.startID, ControlledShutdown: true})
+		StartID: coordinator.NewStartID(), ControlledShutdown: true})
 	n.goLoop("retention", n.retentionLoop)
 	n.goLoop("groups", n.groupsLoop)
 	n.goLoop("cleaner", n.cleanerLoop)

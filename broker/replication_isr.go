@@ -35,10 +35,6 @@ type isrReplication struct {
 	// electedAfter reports whether the node's metadata has this node
 	// leading the partition at a leader epoch above epoch; nil: never.
 	electedAfter func(epoch int32) bool
-	// registered reports whether the node's metadata holds this process
-	// start's registration (coordinator.Controller.Registered); nil:
-	// always.
-	registered func() bool
 
 	// last is the state reconcile passed last (reconcile's goroutine
 	// only), to count the ISR changes of an epoch this node leads.
@@ -80,18 +76,10 @@ func classifyISR(err error) error {
 
 // Leadership is settling while no leader is known: group 0 is electing
 // (or has nobody to elect). ISR leadership never hands over, so there is
-// no transfer to wait out. A replica does not lead before its node has
-// registered this process start: until then its role may come from the
-// replay of a log in which this node led an epoch that group 0 has since
-// given to another (KRaft fences a broker the same way until it
-// registers), and a client with stale metadata would have its writes
-// taken by a leader that no longer is. It names itself, so that clients
-// retry here after a backoff.
+// no transfer to wait out. A replica leads only once its node has
+// registered this process start: updateISR gives it no role before.
 func (r *isrReplication) Leadership() leadership {
 	leader, epoch, isLeader := r.p.Leadership()
-	if isLeader && r.registered != nil && !r.registered() {
-		isLeader = false
-	}
 	return leadership{Leader: leader, Epoch: epoch, IsLeader: isLeader, Settling: leader == 0}
 }
 

@@ -159,20 +159,3 @@ func TestISRReplication_AwaitLeadingWaitsForAnElectionOnItsWay(t *testing.T) {
 		t.Fatalf("after the role arrived: %+v, want leading epoch 3", l)
 	}
 }
-
-// Before its node has registered this process start, a replica does not
-// lead, whatever role the (perhaps replayed) metadata gave it: it names
-// itself so that clients retry here, and leads once registered.
-func TestISRReplication_LeadsOnlyOnceThisStartIsRegistered(t *testing.T) {
-	r, _ := newISRAdapter(t)
-	registered := false
-	r.registered = func() bool { return registered }
-	r.p.Update(isr.State{Leader: 1, LeaderEpoch: 3, Replicas: []uint64{1}, ISR: []uint64{1}, MinISR: 1, BrokerEpoch: 1})
-	if l := r.Leadership(); l.IsLeader || l.Leader != 1 || l.Epoch != 3 || l.Settling {
-		t.Errorf("unregistered: %+v, want not leading, naming node 1 at epoch 3, not settling", l)
-	}
-	registered = true
-	if l := r.Leadership(); !l.IsLeader {
-		t.Errorf("registered: %+v, want leading", l)
-	}
-}

@@ -43,9 +43,12 @@ func (c *Controller) ControlledShutdown(ctx context.Context) error {
 // the metadata may be a replay of the log from before the start, in
 // which this broker led partitions that group 0 has since given to
 // others.
-func (c *Controller) Registered() bool {
-	b, ok := c.cfg.Metadata.View().Brokers[c.self.ID]
-	return ok && b.StartID == c.self.StartID
+func (c *Controller) Registered() bool { return c.RegisteredIn(c.cfg.Metadata.View()) }
+
+// RegisteredIn is Registered for the metadata state s.
+func (c *Controller) RegisteredIn(s *State) bool {
+	b, ok := s.Brokers[c.self.ID]
+	return ok && c.self.StartID != "" && b.StartID == c.self.StartID
 }
 
 // HandOffMetadata moves group 0's leadership, if this node holds it, to
