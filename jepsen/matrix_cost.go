@@ -238,10 +238,9 @@ func readCostRow(path string) (CostRow, error) {
 }
 
 // Done says whether the row was measured through: the cluster ran
-// cleanly and every load has figures. A resumed matrix measures a mode
-// whose row is not done again.
+// cleanly and every load has figures.
 func (r CostRow) Done() bool {
-	if r.Err != "" || r.Crashes > 0 || len(r.Loads) != 3 {
+	if r.Err != "" || r.Crashes > 0 || len(r.Loads) == 0 {
 		return false
 	}
 	for _, l := range r.Loads {
@@ -250,6 +249,21 @@ func (r CostRow) Done() bool {
 		}
 	}
 	return true
+}
+
+// DoneAs says whether the row is done with exactly the loads want: a
+// resumed matrix measures a mode again when its row is not, so that one
+// table never mixes rows of other durations, rates or producers (a
+// --quick run's beside a full one's in the same directory).
+func (r CostRow) DoneAs(want []CostLoad) bool {
+	return r.Done() && slices.EqualFunc(r.Loads, want, func(m CostMeasure, w CostLoad) bool { return sameLoad(m.Load, w) })
+}
+
+// sameLoad compares what a load measured, not how it reached the cluster.
+func sameLoad(a, b CostLoad) bool {
+	return a.Name == b.Name && a.Topic == b.Topic && a.Partitions == b.Partitions && a.ReplicationFactor == b.ReplicationFactor &&
+		a.RecordSize == b.RecordSize && a.Producers == b.Producers && a.Rate == b.Rate && a.Duration == b.Duration &&
+		a.Warmup == b.Warmup && maps.Equal(a.TopicConfigs, b.TopicConfigs)
 }
 
 // Measure returns the measure of the load named name, or nil.
@@ -298,7 +312,7 @@ func runCosts(ctx context.Context, cfg MatrixConfig, began time.Time) ([]CostRow
 		}
 		path := costPath(cfg.Dir, m.Name)
 		p := MatrixProgress{Cost: true, Cell: i + 1, Cells: len(cfg.Modes), Name: m.Name, Elapsed: time.Since(began)}
-		if kept, err := readCostRow(path); err == nil && kept.Done() {
+		if kept, err := readCostRow(path); err == nil && kept.DoneAs(CostLoads(cfg.Cost, cfg.Base, m)) {
 			p.Skipped = true
 			report(cfg.Progress, p)
 			rows = append(rows, kept)

@@ -202,6 +202,17 @@ func TestRunMatrix_CostPhaseWritesTheTableAndResumes(t *testing.T) {
 		t.Errorf("resumed: progress %q, rows %+v", prog, res.Cost)
 	}
 
+	// Other loads (here a longer one) measure every mode again: a table
+	// never mixes rows of two durations.
+	fake.loads, prog = nil, nil
+	cfg.Cost.Duration *= 2
+	if _, err = RunMatrix(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(fake.loads) != 9 || fake.loads[0] != "r-a/100B" {
+		t.Errorf("a run with other loads ran %v, want all 9 again", fake.loads)
+	}
+
 	// Without a cost phase the rows measured before are still reported.
 	cfg.Cost.Bench, fake.loads = nil, nil
 	if res, err = RunMatrix(context.Background(), cfg); err != nil || len(res.Cost) != 3 || len(fake.loads) != 0 {
