@@ -14,7 +14,9 @@ import (
 	"github.com/raftq/raftq/coordinator"
 )
 
-// startAdmin serves /metrics, /debug/pprof/ and /v1/status.
+// startAdmin serves /metrics, /debug/pprof/ and /v1/status, and the
+// leadership requests: maintenance mode (maintenance.go) and a raft
+// leader's transfer for ElectLeaders (electleaders_raft.go).
 func (n *Node) startAdmin() error {
 	ln, err := net.Listen("tcp", n.cfg.AdminAddr)
 	if err != nil {
@@ -32,6 +34,10 @@ func (n *Node) startAdmin() error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/v1/status", n.serveStatus)
+	n.routeBrokerAdmin(mux)
+	mux.HandleFunc("PUT /v1/brokers/{id}/maintenance", n.serveMaintenance)                 // maintenance.go
+	mux.HandleFunc("DELETE /v1/brokers/{id}/maintenance", n.serveMaintenance)              // maintenance.go
+	mux.HandleFunc("POST /v1/raft/{group}/transfer_leadership", n.serveTransferLeadership) // electleaders_raft.go
 	mux.Handle("/", n.adminRoot())
 	n.adminLn = ln
 	n.admin = &http.Server{Handler: mux}
@@ -72,6 +78,9 @@ type GroupStatus struct {
 	Applied uint64   `json:"applied"`
 	Voters  []uint64 `json:"voters"`
 	Learner []uint64 `json:"learners,omitempty"`
+	// VotersOutgoing are the old voters while a joint configuration
+	// change is under way (raft's joint consensus).
+	VotersOutgoing []uint64 `json:"voters_outgoing,omitempty"`
 
 	// The fields below are ISR mode's only: group 0's leader and
 	// partition epochs, ISR and ELR as this replica last took them, its
@@ -106,6 +115,11 @@ type BrokerStatus struct {
 	// ShuttingDown: the broker is in controlled shutdown (it drains
 	// before it stops) until it registers again.
 	ShuttingDown bool `json:"shutting_down,omitempty"`
+	// Decommissioned: the broker is being emptied (or was).
+	Decommissioned bool `json:"decommissioned,omitempty"`
+	// Maintenance: the broker is in maintenance mode; it hands over
+	// every leadership it holds and is handed none (maintenance.go).
+	Maintenance bool `json:"maintenance,omitempty"`
 }
 
 // PartitionStatus is one local replica.
@@ -127,7 +141,7 @@ func (n *Node) Status() Status {
 	for _, id := range st.BrokerIDs() {
 		b := st.Brokers[id]
 		out.Brokers = append(out.Brokers, BrokerStatus{ID: id, KafkaAddr: b.KafkaAddr, AdminAddr: b.AdminAddr, Alive: b.Alive,
-			ShuttingDown: b.ShuttingDown})
+			ShuttingDown: b.ShuttingDown, Decommissioned: b.Decommissioned, Maintenance: b.InMaintenance})
 	}
 	for _, r := range n.replicaList() {
 		ps := PartitionStatus{Topic: r.topic, Partition: r.index, GroupStatus: r.lead.describe()}

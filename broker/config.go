@@ -40,10 +40,31 @@ type Config struct {
 	AdvertisedKafkaAddr string
 
 	// InitialCluster maps every node id to its peer address. The metadata
-	// group (group 0) runs over the first 1, 3 or 5 of them by id (the
-	// largest odd number not above the size, at most 5); the rest follow it
-	// as learners.
+	// group (group 0) starts over the first 1, 3 or 5 of them by id (the
+	// largest odd number not above the size, at most 5); the rest follow
+	// it as learners. Empty with Seeds.
 	InitialCluster map[uint64]string
+	// Seeds are peer addresses of nodes of a running cluster, which this
+	// node joins (join.go) instead of starting one from InitialCluster:
+	// ClusterID may then be empty (learnt from a seed). A node whose data
+	// dir holds a member's data restarts without them.
+	Seeds []string
+	// JoinTimeout bounds how long a joining node tries its seeds.
+	JoinTimeout time.Duration
+	// AdvertisedPeerAddr is the peer address other nodes dial; empty
+	// means the one PeerAddr bound. A joining node must have one that is
+	// not a wildcard.
+	AdvertisedPeerAddr string
+	// MetadataVoters is how many nodes vote in group 0: 1, 3 or 5; 0
+	// means 5. Fewer nodes give as many voters as there are, rounded down
+	// to odd. The metadata leader changes the voters to match (promoting
+	// learners as nodes join, from the initial cluster's at first start),
+	// by its own setting: give every node the same.
+	MetadataVoters int
+	// VoterReplaceAfter is how long a voter of group 0 must be dead
+	// before the metadata leader replaces it with a live learner (0:
+	// never).
+	VoterReplaceAfter time.Duration
 
 	// Fsync is the WAL fsync policy.
 	Fsync raftgroup.FsyncPolicy
@@ -78,10 +99,18 @@ type Config struct {
 	// LogCleanerIOBytesPerSec bounds the cleaner's reads and writes
 	// (Kafka's log.cleaner.io.max.bytes.per.second); 0 is unbounded.
 	LogCleanerIOBytesPerSec float64
+	// ReassignmentBytesPerSec bounds how fast this node streams snapshots
+	// to the new replicas of moving partitions (raftgroup's
+	// LearnerSnapshotBytesPerSec); zero is unbounded.
+	ReassignmentBytesPerSec float64
 	// LeaderBalanceInterval is how often a partition leader that is not
 	// the partition's preferred replica hands leadership back to it (Kafka's
 	// auto.leader.rebalance); zero disables it.
 	LeaderBalanceInterval time.Duration
+	// PartitionBalancer moves replicas and preferred leaderships until
+	// every eligible broker holds about as many as the others, as after
+	// a node joins (coordinator.ControllerConfig.PartitionBalancer).
+	PartitionBalancer bool
 
 	// OffsetsPartitions is the partition count of __consumer_offsets,
 	// created on the first group request (with replication factor
@@ -142,6 +171,8 @@ func DefaultConfig() Config {
 		PeerAddr:                 "127.0.0.1:9093",
 		AdminAddr:                "127.0.0.1:9644",
 		InitialCluster:           map[uint64]string{1: "127.0.0.1:9093"},
+		JoinTimeout:              time.Minute,
+		VoterReplaceAfter:        10 * time.Minute,
 		Fsync:                    raftgroup.FsyncAlways,
 		SharedWAL:                true,
 		WALSegmentBytes:          4 << 20,
@@ -172,11 +203,11 @@ func (c *Config) Validate() error {
 	switch {
 	case c.NodeID == 0:
 		return errors.New("broker: node id must be non-zero")
-	case c.ClusterID == "":
+	case c.ClusterID == "" && len(c.Seeds) == 0:
 		return errors.New("broker: cluster id is required")
 	case c.DataDir == "":
 		return errors.New("broker: data dir is required")
-	case c.InitialCluster[c.NodeID] == "":
+	case len(c.Seeds) == 0 && c.InitialCluster[c.NodeID] == "":
 		return fmt.Errorf("broker: node %d is not in the initial cluster %s", c.NodeID, FormatCluster(c.InitialCluster))
 	case c.WALSegmentBytes < 64<<10:
 		return fmt.Errorf("broker: WAL segment bytes %d below 64 KiB", c.WALSegmentBytes)
@@ -188,10 +219,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: replica fetch wait max %s must be positive", c.ReplicaFetchWaitMax)
 	case c.LogCleanerBackoff <= 0:
 		return fmt.Errorf("broker: log cleaner backoff %s must be positive", c.LogCleanerBackoff)
+	case c.ReassignmentBytesPerSec < 0:
+		return fmt.Errorf("broker: reassignment bound %g bytes/s is negative", c.ReassignmentBytesPerSec)
 	case c.LogCleanerIOBytesPerSec < 0:
 		return fmt.Errorf("broker: log cleaner I/O bound %g bytes/s is negative", c.LogCleanerIOBytesPerSec)
 	}
 	if err := c.validateGroups(); err != nil {
+		return err
+	}
+	if err := c.validateMembership(); err != nil { // join.go
 		return err
 	}
 	if _, err := coordinator.ResolveTopicDefaults(c.BrokerConfigs); err != nil {

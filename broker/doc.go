@@ -64,6 +64,32 @@
 // balance moves it by a preferred election (ElectLeaders) once its
 // preferred replica is back in the ISR.
 //
+// ElectLeaders (electleaders.go), on any node: an ISR partition's
+// election is one ElectLeaders command to group 0, preferred or unclean
+// (unclean elects a live replica outside an ISR that has nobody to
+// lead, whatever the topic's unclean.leader.election.enable); a raft
+// partition's preferred election is a leadership transfer to its first
+// replica, which only its raft leader can make: the answering node makes
+// it if it leads, else asks the leader it knows through that node's
+// admin API (POST /v1/raft/{group}/transfer_leadership,
+// electleaders_raft.go) and follows the answer's leader if leadership
+// moved, and answers once the transfer took effect and its own
+// metadata names the new leader, or at the request's timeout. Raft
+// never elects uncleanly, so an unclean election of a raft partition is
+// INVALID_REQUEST.
+//
+// Maintenance mode (maintenance.go): while group 0 has this node in
+// maintenance, a loop hands every raft leadership the node holds to
+// another replica and group 0's to another voter, with the drain's
+// steps but no controlled shutdown: the node keeps serving and stays in
+// every ISR, whose leaderships group 0 moved at apply. Invariants: no
+// leader balance, preferred election or drain hands a leadership to a
+// broker in maintenance while another eligible replica exists
+// (coordinator.Broker.TakesLeadership); a leadership raft gives it
+// anyway is handed over at the loop's next round (maintenancePoll); a
+// node in maintenance does not stand first for a new partition and
+// nobody holds an election for it (electionHold).
+//
 // ISR of a raft topic in Metadata (insync_raft.go): the replicas whose
 // log is within ReplicaLagTimeMax of the leader's, as the leader's node
 // sees from raft's progress; other nodes list every live replica.
@@ -92,6 +118,28 @@
 // in the partitions, under offline replicas, and DescribeCluster v2 names
 // it as fenced when the client asks (IncludeFencedBrokers).
 //
+// # Membership
+//
+// A node joins a running cluster through Config.Seeds (join.go, which
+// spells out the order): seeds are peer addresses, and a seed answers
+// on the peer transport's join stream, the one stream open to a node
+// that is not a peer. The joiner probes a seed (cluster id, peers, and
+// a refusal of an id registered from another data dir), writes
+// node.json marked joining, opens group 0 empty, and has a seed commit
+// coordinator.AdmitNode with its advertised peer address; then it
+// registers as any node does. node.json marked joining at a start means
+// the admission may not have happened: the node asks again, with the
+// same incarnation. Unmarked, the node restarts without its seeds.
+//
+// Peers (peers.go): on every metadata change the node adds to its
+// transport every node whose peer address the metadata holds (admitted
+// or registered) and the transport lacks or holds under another
+// address; it removes none. A node registers the peer address it
+// advertises (Config.AdvertisedPeerAddr, else the bound one); wildcard
+// addresses are never added. Every node's transport thus knows a joined
+// node once its admission applies there, which is before the metadata
+// leader adds it to group 0 (coordinator.ControllerConfig.HasPeer).
+//
 // # Goroutines
 //
 // The control plane's loops (register, reconcile, leader-hints,
@@ -99,7 +147,10 @@
 // the node's reconcile (reconcile.go) and sees its replicas as
 // coordinator.LocalReplica (loops.go). Close stops the controller first,
 // then the node's own goroutines, which Close waits for (goTracked): the
-// retention and groups loops, a coordinator's activation and ticks, and,
+// retention, groups and peers loops, a coordinator's activation and ticks, and,
+// retention, groups, cleaner and maintenance loops (the last hands over
+// leaderships on its own goroutine, its transfers as a drain's), a
+// coordinator's activation and ticks, and,
 // per new partition whose preferred leader is this node, stand-first. Work a request or a loop starts on its own goroutine (a produce's
 // waits, a fetch's long poll, a coordinator's activation) ends with the
 // request's context or when the raft host stops, which fails every

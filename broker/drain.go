@@ -135,13 +135,7 @@ func (n *Node) ledGroups() []uint64 {
 // shutdown is committed (isrMoves).
 func (n *Node) moveLeaders(ctx context.Context, isrMoves bool) {
 	for {
-		var led []*replica
-		for _, r := range n.replicaList() {
-			if r.lead.Leadership().IsLeader {
-				led = append(led, r)
-			}
-		}
-		if n.handOffRound(ctx, led, isrMoves) == 0 {
+		if n.handOffRound(ctx, n.ledReplicas(), isrMoves) == 0 {
 			return
 		}
 		select {
@@ -152,14 +146,27 @@ func (n *Node) moveLeaders(ctx context.Context, isrMoves bool) {
 	}
 }
 
+// ledReplicas lists the replicas this node leads.
+func (n *Node) ledReplicas() []*replica {
+	var led []*replica
+	for _, r := range n.replicaList() {
+		if r.lead.Leadership().IsLeader {
+			led = append(led, r)
+		}
+	}
+	return led
+}
+
 // handOffRound transfers each of led that has a successor, at most
 // drainConcurrency at once, each attempt bounded by transferTimeout, and
-// waits for them. It
+// waits for them. A successor is one not in maintenance if any eligible
+// one is. It
 // returns how many of led may still move: those it transferred, and the
 // ISR ones if isrMoves.
 func (n *Node) handOffRound(ctx context.Context, led []*replica, isrMoves bool) (moving int) {
 	st := n.meta.View()
 	eligible := n.drainEligible(st)
+	maintenance := st.InMaintenance()
 	sem := make(chan struct{}, drainConcurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -171,7 +178,11 @@ func (n *Node) handOffRound(ctx context.Context, led []*replica, isrMoves bool) 
 		if !ok || ref.Topic.IsISR() {
 			continue
 		}
-		to := r.lead.successor(slices.DeleteFunc(slices.Clone(ref.Partition.Replicas), func(id uint64) bool { return !eligible(id) }))
+		candidates := slices.DeleteFunc(slices.Clone(ref.Partition.Replicas), func(id uint64) bool { return !eligible(id) })
+		to := r.lead.successor(slices.DeleteFunc(slices.Clone(candidates), func(id uint64) bool { return id == maintenance }))
+		if to == 0 {
+			to = r.lead.successor(candidates)
+		}
 		if to == 0 {
 			continue
 		}

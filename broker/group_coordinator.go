@@ -105,7 +105,7 @@ func (n *Node) requestOffsetsTopic() {
 			alive++
 		}
 	}
-	rf := min(3, len(n.cfg.InitialCluster))
+	rf := min(3, max(len(n.cfg.InitialCluster), len(st.Brokers))) // a joined node has no initial cluster
 	if alive < rf {
 		return
 	}

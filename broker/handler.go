@@ -32,6 +32,9 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.DescribeLogDirs.Int16(), 4, n.serveDescribeLogDirs)
 	route(kmsg.DeleteRecords.Int16(), 2, n.serveDeleteRecords)
 	route(kmsg.DescribeTopicPartitions.Int16(), 0, n.serveDescribeTopicPartitions)
+	route(kmsg.AlterPartitionAssignments.Int16(), 1, n.serveAlterPartitionReassignments)
+	route(kmsg.ListPartitionReassignments.Int16(), 0, n.serveListPartitionReassignments)
+	route(kmsg.ElectLeaders.Int16(), 2, n.serveElectLeaders)
 	n.routeGroups(route)
 	n.apis = m.APIs()
 	return m

@@ -21,6 +21,9 @@ type identity struct {
 	ClusterID   string `json:"cluster_id"`
 	NodeID      uint64 `json:"node_id"`
 	Incarnation string `json:"incarnation,omitempty"`
+	// Joining: the node has learnt the cluster id from a seed but is not
+	// yet admitted (join.go); a start with seeds asks again.
+	Joining bool `json:"joining,omitempty"`
 }
 
 // claimDataDir creates dir's node.json, or checks that an existing one
@@ -32,17 +35,13 @@ func claimDataDir(dir, clusterID string, nodeID uint64) (string, error) {
 		return "", fmt.Errorf("data dir %s: %w", dir, err)
 	}
 	name := filepath.Join(dir, "node.json")
-	b, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
+	got, ok, err := readIdentity(dir)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
 		id := identity{ClusterID: clusterID, NodeID: nodeID, Incarnation: newIncarnation()}
 		return id.Incarnation, writeIdentity(name, id)
-	}
-	if err != nil {
-		return "", fmt.Errorf("data dir %s: %w", dir, err)
-	}
-	var got identity
-	if err := json.Unmarshal(b, &got); err != nil {
-		return "", fmt.Errorf("data dir %s: node.json: %w", dir, err)
 	}
 	if got.ClusterID != clusterID || got.NodeID != nodeID {
 		return "", fmt.Errorf("data dir %s belongs to cluster %q node %d, not cluster %q node %d",
@@ -55,6 +54,21 @@ func claimDataDir(dir, clusterID string, nodeID uint64) (string, error) {
 		}
 	}
 	return got.Incarnation, nil
+}
+
+// readIdentity reads dir's node.json; ok is false when there is none.
+func readIdentity(dir string) (id identity, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, "node.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return id, false, nil
+	}
+	if err != nil {
+		return id, false, fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &id); err != nil {
+		return id, false, fmt.Errorf("data dir %s: node.json: %w", dir, err)
+	}
+	return id, true, nil
 }
 
 func newIncarnation() string {
@@ -84,7 +98,12 @@ func writeIdentityFile(name string, b []byte) error {
 // id would let it elect a leader without committed entries. Ids not yet
 // registered, or registered before incarnations existed, are let in.
 func (n *Node) checkIncarnation(node uint64, incarnation string) error {
-	b, ok := n.meta.View().Brokers[node]
+	st := n.meta.View()
+	if a, ok := st.Admitted[node]; ok && a.Incarnation != incarnation {
+		return fmt.Errorf("node %d was admitted from data directory incarnation %s, but presents %q: "+
+			"a node whose data was lost must not rejoin under its old id", node, a.Incarnation, incarnation)
+	}
+	b, ok := st.Brokers[node]
 	if !ok || b.Incarnation == "" || b.Incarnation == incarnation {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"time"
 
 	"github.com/raftq/raftq/coordinator"
@@ -37,14 +38,46 @@ var (
 func (n *Node) laggingReplicas(p *coordinator.Partition) map[uint64]bool {
 	r := n.replicaByGroup(p.Group)
 	if r == nil {
+		if p.Moving() {
+			return movingOutOfSync(p, nil, false, nil)
+		}
 		return nil
 	}
 	lv, ok := r.lead.(laggingVoters)
 	if !ok {
 		return nil
 	}
-	ids, _ := lv.lagging(time.Now(), n.cfg.ReplicaLagTimeMax)
+	ids, leads := lv.lagging(time.Now(), n.cfg.ReplicaLagTimeMax)
+	if p.Moving() {
+		ids = movingOutOfSync(p, r, leads, ids)
+	}
 	return ids
+}
+
+// movingOutOfSync adds to ids the replicas of a moving partition that
+// do not vote in its raft group, and so are not in sync: those the
+// leader's configuration lacks or holds as learners, or, on another
+// node, the replicas the move adds.
+func movingOutOfSync(p *coordinator.Partition, r *replica, leads bool, ids map[uint64]bool) map[uint64]bool {
+	out := map[uint64]bool{}
+	for id := range ids {
+		out[id] = true
+	}
+	outside := p.Adding()
+	if leads {
+		g := r.Raft()
+		st := g.Status() // leads: a raft replica
+		outside = nil
+		for _, id := range p.Replicas {
+			if !slices.Contains(st.Voters, id) && !slices.Contains(st.VotersOutgoing, id) {
+				outside = append(outside, id)
+			}
+		}
+	}
+	for _, id := range outside {
+		out[id] = true
+	}
+	return out
 }
 
 // underReplicatedRaft counts the raft partitions this node leads that

@@ -377,9 +377,13 @@ func TestISR_TopicLifecycle(t *testing.T) {
 	if _, err := adm.CreatePartitions(testCtx(t), 1, "life"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a leader of the new partition", func() bool {
-		tp := c.nodes[1].Metadata().Topics["life"]
-		return len(tp.Partitions) == 2 && tp.Partitions[1].Leader != 0
+	eventually(t, "a leader of the new partition, in every node's metadata", func() bool {
+		for _, n := range c.nodes { // the new client may ask any of them
+			if tp := n.Metadata().Topics["life"]; len(tp.Partitions) != 2 || tp.Partitions[1].Leader == 0 {
+				return false
+			}
+		}
+		return true
 	})
 	// A new client: kgo learns new partitions only at its next refresh.
 	produceSync(t, c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())), "life", 1, "x")

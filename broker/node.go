@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -81,16 +82,24 @@ func New(cfg Config) (*Node, error) {
 }
 
 func (n *Node) start() error {
+	plan, err := n.planJoin() // join.go: nil unless --seeds and not yet a member
+	if err != nil {
+		return err
+	}
 	inc, err := claimDataDir(n.cfg.DataDir, n.cfg.ClusterID, n.cfg.NodeID)
 	if err != nil {
 		return err
 	}
 	n.incarnation = inc
 	setWALSegmentSize(n.cfg.WALSegmentBytes, n.log)
-	if err := n.startRaft(); err != nil {
+	if err := n.startRaft(plan); err != nil {
 		return err
 	}
 	if err := n.startController(); err != nil {
+		return err
+	}
+	n.goLoop("peers", n.peersLoop) // peers.go
+	if err := n.finishJoin(plan); err != nil {
 		return err
 	}
 	if err := n.startKafka(); err != nil {
@@ -99,18 +108,19 @@ func (n *Node) start() error {
 	if err := n.startAdmin(); err != nil {
 		return err
 	}
-	_, peerAddr, adminAddr := n.Addrs()
-	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: peerAddr, AdminAddr: adminAddr, Incarnation: n.incarnation,
-		StartID: coordinator.NewStartID(), ControlledShutdown: true})
+	_, _, adminAddr := n.Addrs()
+	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: n.peerAdvert(), AdminAddr: adminAddr, Incarnation: n.incarnation,
+		StartID: coordinator.NewStartID(), ControlledShutdown: true, SetMaintenance: true, ElectUnclean: true})
 	n.goLoop("retention", n.retentionLoop)
 	n.goLoop("groups", n.groupsLoop)
 	n.goLoop("cleaner", n.cleanerLoop)
+	n.goLoop("maintenance", n.maintenanceLoop)
 	n.log.Info("node started", "kafka", n.kafka.Addr(), "peer", n.peer.Addr(), "admin", n.adminLn.Addr(),
 		"cluster", n.cfg.ClusterID, "fsync", n.cfg.Fsync)
 	return nil
 }
 
-func (n *Node) startRaft() error {
+func (n *Node) startRaft(plan *joinPlan) error {
 	pc := peer.DefaultConfig()
 	pc.ClusterID, pc.NodeID, pc.ListenAddr = n.cfg.ClusterID, n.cfg.NodeID, n.cfg.PeerAddr
 	pc.Incarnation, pc.CheckIncarnation = n.incarnation, n.checkIncarnation
@@ -120,6 +130,10 @@ func (n *Node) startRaft() error {
 			pc.Peers[id] = addr
 		}
 	}
+	if plan != nil {
+		maps.Copy(pc.Peers, plan.peers) // a joining node's, from its seed
+	}
+	pc.JoinHandler = n.serveJoin // join.go
 	// The transport and the raft host add the node id themselves.
 	pc.Logger = logging.Discard(n.cfg.Logger).With("component", "peer")
 	pc.Dial = peerDialer(n.cfg.PeerAddr)
@@ -134,6 +148,7 @@ func (n *Node) startRaft() error {
 	hc.TickInterval, hc.ElectionTicks, hc.HeartbeatTicks = n.cfg.TickInterval, n.cfg.ElectionTicks, n.cfg.HeartbeatTicks
 	hc.SnapshotEntries, hc.Fsync, hc.SharedWAL = n.cfg.SnapshotEntries, n.cfg.Fsync, n.cfg.SharedWAL
 	hc.AsyncStorageWrites = n.cfg.AsyncStorageWrites
+	hc.LearnerSnapshotBytesPerSec = n.cfg.ReassignmentBytesPerSec
 	hc.SnapshotCatchUpEntries = min(hc.SnapshotCatchUpEntries, n.cfg.SnapshotEntries)
 	hc.Logger = logging.Discard(n.cfg.Logger).With("component", "raft")
 	hc.ObserveSync = func(d time.Duration) { n.metrics.walSync.Observe(d.Seconds()) }
@@ -157,9 +172,11 @@ func (n *Node) startController() error {
 	}
 	c, err := coordinator.NewController(coordinator.ControllerConfig{
 		NodeID: n.cfg.NodeID, Host: n.host, Metadata: n.meta, Nodes: n.cfg.nodeIDs(), EligibleLeaderReplicas: n.cfg.EligibleLeaderReplicas,
+		MetadataVoters: n.cfg.MetadataVoters, VoterReplaceAfter: n.cfg.VoterReplaceAfter, HasPeer: n.hasPeer, // join.go, peers.go
 		TopicDefaults:         defaults,
 		DeadAfter:             3 * time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval,
 		LeaderBalanceInterval: n.cfg.LeaderBalanceInterval,
+		PartitionBalancer:     n.cfg.PartitionBalancer,
 		Connected:             func(id uint64) bool { s, _ := n.peer.PeerStats(id); return s.Connected },
 		LastHeard:             func(id uint64) time.Time { s, _ := n.peer.PeerStats(id); return s.LastHeard },
 		Local:                 n.localReplicas,

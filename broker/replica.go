@@ -115,15 +115,16 @@ func (n *Node) openDataPartition(ref coordinator.PartitionRef, dir string) (*dat
 // election clock (raftgroup.GroupConfig.HoldElectionTicks) so that the
 // preferred replica, replicas[0], leads it first even if this node created
 // it sooner: two election timeouts, unless this node is the preferred
-// replica or the metadata does not know the preferred broker alive. A new
+// replica or the metadata does not know the preferred broker alive (or
+// has it in maintenance). A new
 // partition whose preferred replica died unnoticed waits that much longer
 // for a leader.
 func electionHold(view *coordinator.State, replicas []uint64, self uint64, electionTicks int) int {
 	if len(replicas) == 0 || replicas[0] == self {
 		return 0
 	}
-	if b, ok := view.Brokers[replicas[0]]; !ok || !b.Alive {
-		return 0
+	if b, ok := view.Brokers[replicas[0]]; !ok || !b.Alive || b.InMaintenance {
+		return 0 // nobody to wait for
 	}
 	return 2 * electionTicks
 }

@@ -61,6 +61,19 @@ func (r *raftGroup) describe() GroupStatus {
 	return gs
 }
 
+// Raft is the replica's raft group, for the membership changes of a
+// reassignment (coordinator.RaftReplica).
+func (r *raftGroup) Raft() *raftgroup.Group { return r.g }
+
+// Raft returns the replica's raft group (coordinator.RaftReplica), nil
+// for an ISR replica.
+func (r *replica) Raft() *raftgroup.Group {
+	if g, ok := r.lead.(interface{ Raft() *raftgroup.Group }); ok {
+		return g.Raft()
+	}
+	return nil
+}
+
 func (r *raftGroup) remove(purge bool) error { return r.host.RemoveGroup(r.g.ID(), purge) }
 
 // propose proposes data and waits for its apply, returning what the state
@@ -76,7 +89,7 @@ func (r *raftGroup) propose(ctx context.Context, data ...[]byte) (any, error) {
 
 func groupStatus(s raftgroup.Status) GroupStatus {
 	return GroupStatus{Group: s.Group, Role: s.Role.String(), Term: s.Term, Leader: s.Leader,
-		Commit: s.Commit, Applied: s.Applied, Voters: s.Voters, Learner: s.Learners}
+		Commit: s.Commit, Applied: s.Applied, Voters: s.Voters, Learner: s.Learners, VotersOutgoing: s.VotersOutgoing}
 }
 
 // classify wraps a raftgroup failure in the broker's error for it.
@@ -107,15 +120,22 @@ func classify(err error) error {
 // to machine.
 func (n *Node) openRaftGroup(ref coordinator.PartitionRef, machine raftgroup.StateMachine) (*raftGroup, error) {
 	p := ref.Partition
-	g, err := n.host.CreateGroup(raftgroup.GroupConfig{ID: p.Group, Peers: p.Replicas, StateMachine: machine, FailOnStepDown: true,
-		HoldElectionTicks: electionHold(n.meta.View(), p.Replicas, n.cfg.NodeID, n.cfg.ElectionTicks)})
+	gc := raftgroup.GroupConfig{ID: p.Group, Peers: p.Replicas, StateMachine: machine, FailOnStepDown: true,
+		HoldElectionTicks: electionHold(n.meta.View(), p.Replicas, n.cfg.NodeID, n.cfg.ElectionTicks)}
+	if p.Moved {
+		// A reassignment changed the group since Replicas founded it:
+		// an empty replica waits for its leader to add it.
+		gc.Peers, gc.Join = nil, true
+	}
+	g, err := n.host.CreateGroup(gc)
 	if err != nil {
 		return nil, err
 	}
-	if st := g.Status(); p.Replicas[0] == n.cfg.NodeID && st.Term <= 1 && st.Leader == 0 {
+	if st := g.Status(); !p.Moved && p.Replicas[0] == n.cfg.NodeID && st.Term <= 1 && st.Leader == 0 && !n.inMaintenance() {
 		// A brand-new group (raft bootstraps it at term 1): let the
 		// preferred leader stand first, so that leaders spread as
-		// placement intended and no leader balance moves them later.
+		// placement intended and no leader balance moves them later;
+		// not a node in maintenance, which would hand it over at once.
 		n.goTracked(func() { n.standFirst(n.ctx, g) })
 	}
 	return &raftGroup{host: n.host, g: g}, nil

@@ -290,6 +290,23 @@ func versionCases(n *Node, auditID [16]byte) map[int16]versionCase {
 				}
 			},
 		},
+		// ElectionType (v1+) is 0: preferred; v0 has none and is
+		// preferred too. The lone node leads audit-0 already.
+		kmsg.ElectLeaders.Int16(): {
+			fill: func(_ *testing.T, _ int16, req kmsg.Request) {
+				rt := kmsg.NewElectLeadersRequestTopic()
+				rt.Topic, rt.Partitions = "audit", []int32{0}
+				req.(*kmsg.ElectLeadersRequest).Topics = []kmsg.ElectLeadersRequestTopic{rt}
+			},
+			check: func(t *testing.T, _ int16, resp kmsg.Response) {
+				r := resp.(*kmsg.ElectLeadersResponse)
+				ok(t, "elect leaders", r.ErrorCode)
+				if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+					t.Fatalf("answered %+v, want audit-0", r.Topics)
+				}
+				errIs(t, "elect audit-0", r.Topics[0].Partitions[0].ErrorCode, kerr.ElectionNotNeeded)
+			},
+		},
 		// CoordinatorType (v1+) is 0: a group. CoordinatorKey before v4,
 		// CoordinatorKeys from v4.
 		kmsg.FindCoordinator.Int16(): {

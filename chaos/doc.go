@@ -1,8 +1,10 @@
 // Package chaos runs clusters of real node processes and injects faults
 // into them: kill -9, SIGSTOP/SIGCONT, iptables partitions inside a
-// private network namespace (package netns), and loss of un-fsynced
-// writes through a FUSE filesystem (package lazyfs). A seeded schedule
-// staggers faults over a run as Jepsen does, ending with a final heal.
+// private network namespace (package netns), loss of un-fsynced writes
+// through a FUSE filesystem (package lazyfs), and partition moves
+// through the cluster's admin API (the membership nemesis). A seeded
+// schedule staggers faults over a run as Jepsen does, ending with a
+// final heal.
 //
 // # Cluster
 //
@@ -43,9 +45,37 @@
 //     LoseUnsynced is the power loss of every node. The lose-unfsynced
 //     nemesis hits one node, a minority, a majority, all (the default)
 //     or the leader, drawn from ScheduleConfig.PowerTargets.
-//   - Membership changes are not implemented (Plan and scripts reject
-//     them) until the broker can reassign partitions; disk corruption
-//     (KindDiskCorruption) is reserved the same way for a later issue.
+//   - Membership: one action of a small table (membership.go), drawn
+//     by Plan, on the partitions an Env that implements MembershipEnv
+//     lists (jepsen's: the test topic, through kadm). What the action
+//     does is chosen when the fault starts, from the cluster as it is
+//     then and the fault's seed: the same schedule on the same cluster
+//     state makes the same requests, and a target is never empty,
+//     never lists a node twice or a node outside NodeIDs, never has
+//     fewer than MembershipConfig.MinReplicas, never is the partition's
+//     replica set (a move) and never names a partition that is moving.
+//     move: reassign one or two partitions to a random replica set of
+//     the replication factor (one move in five, with ResizeP, of
+//     another size from MinReplicas to the cluster's). reorder: the
+//     same replicas with another first (not the leader, when it can),
+//     so that the preferred leader changes and leader balance transfers
+//     leadership there; the stop waits for that. cancel: a move,
+//     cancelled 0 to 0.6 s later. kill-mid-move: a move and, 0 to 0.7 s
+//     later if it is still under way, SIGKILL of the partition's leader
+//     or of a replica it adds (drawn; the other when that has no live
+//     node); the stop restarts it. A stop waits for the fault's moves
+//     to end, polling every 250 ms, for MembershipConfig.Settle but
+//     never past the schedule's next step (so that it delays no other
+//     fault; each admin call gets the time until then, at least 1 s,
+//     at most 5 s), and cancels the moves still under way; moves it leaves
+//     behind (still moving back, or when the workload has ended) are
+//     settled by the final heal. Each step's detail says what was
+//     asked and how it ended ("move jepsen/3 [1,2,3]->[4,5,2]",
+//     "kill 4 (adding) mid-move of ...", "jepsen/3 on [4,5,2] after
+//     2.1s"), and a start's nodes are only the node it killed.
+//     Decommission and ElectLeaders are to be rows of the same table.
+//   - Disk corruption (KindDiskCorruption) is reserved for a later
+//     issue: Plan and scripts reject it.
 //
 // Crashes lists node exits the cluster did not cause.
 //
@@ -54,8 +84,8 @@
 // Plan draws a Schedule from a seed: per nemesis kind, alternating gaps
 // and faults, each drawn uniformly from [0, 2*Interval) (a fault lasts at
 // least Interval/10), all within Duration; kill and pause targets (one,
-// minority, majority, all, leader), power-loss targets and partition
-// shapes are drawn too.
+// minority, majority, all, leader), power-loss targets, partition
+// shapes and membership actions (with a seed for each) are drawn too.
 // The same config gives the same schedule; each kind draws from its own
 // stream. Faults of one kind never overlap; faults of different kinds
 // may; Schedule.Validate checks the same of a hand-made schedule.
@@ -68,7 +98,8 @@
 // one partition (leader, followers, replicas, others, metadata-leader),
 // which the Executor asks the Env for once, when the first fault that
 // names a role starts, and keeps for the rest of the script.
-// Membership and disk-corruption are reserved kinds: ErrUnsupported.
+// Membership (random schedules only) and disk-corruption (reserved) are
+// refused with ErrUnsupported.
 //
 // An Executor is the one way a schedule is performed (chaos tests and
 // jepsen's nemesis both use it). Play performs every start and stop at
@@ -79,8 +110,12 @@
 // resolved when its fault starts. A failed step does not stop the
 // schedule: it is reported, and a failed start counts as active. Heal,
 // after Play, is the final heal: stop every fault still active, most
-// recent first, then heal partitions, resume all and start all; it runs
-// even when the context was canceled and returns what it could not undo.
+// recent first, then heal partitions, resume all and start all; with
+// membership faults it then waits (60 s at most) until no partition
+// moves, cancelling every move still under way after 30 s, and reports
+// that as a membership event of its own (phase final-heal) carrying the
+// run's MemberStats; it runs even when the context was canceled and
+// returns what it could not undo.
 //
 // # Cleanup guarantees
 //
@@ -107,7 +142,9 @@
 //   - The layout allows chaos only the standard library and internal/;
 //     it also imports github.com/hanwen/go-fuse/v2 (lazyfs needs FUSE)
 //     and golang.org/x/sys/unix (setns, statx, fallocate constants).
-//   - Membership changes wait for broker reassignment.
+//   - The membership nemesis needs an admin API chaos cannot speak
+//     (Kafka's, through franz-go): MembershipEnv is the seam, and
+//     jepsen implements it.
 //
 // # Goroutines
 //
@@ -115,6 +152,7 @@
 // table and the crash list and is never held while waiting. One reaper
 // goroutine per running process waits for it and closes its log. The
 // spawner goroutine owns the locked thread that forks every node. An
-// Executor has no goroutine and no lock: Play and Heal run steps, and
-// call its Observer, on the caller's goroutine, one call at a time.
+// Executor has no goroutine and no lock: Play and Heal run steps (a
+// membership fault's waits too), and call its Observer, on the caller's
+// goroutine, one call at a time.
 package chaos

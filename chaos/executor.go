@@ -41,6 +41,9 @@ type Event struct {
 	End    time.Time
 	Offset time.Duration // Begin minus the executor's start
 	Err    string        // empty when the step succeeded
+	// Stats, on the membership nemesis' final-heal event, counts what it
+	// did in the whole run.
+	Stats *MemberStats `json:",omitempty"`
 }
 
 // Observer is told about every step an Executor takes, on the goroutine
@@ -66,12 +69,26 @@ type Executor struct {
 	acted  map[int][]int // fault id -> nodes its start acted on
 	active []int         // faults started and not yet stopped successfully, in start order
 	roles  *RoleMap      // a script's roles, bound at the first fault that names one
+
+	// The membership nemesis' state (membership_exec.go).
+	members map[int]*memberRun // fault id -> what its start did
+	// decommissioned are the nodes a membership fault decommissioned and
+	// no stop recommissioned yet, with when.
+	decommissioned map[int]time.Time
+	open           []*moveRun // moves started whose end no look has seen yet
+	mstats         MemberStats
+	next           time.Time       // when Play's next step is due; zero after the last
+	playCtx        context.Context // Play's; done once the workload has ended
+	healing        bool            // Heal runs
+	// poll and settle are memberPoll and finalSettle; tests shorten them.
+	poll, settle time.Duration
 }
 
 // NewExecutor returns an executor of s on env whose step offsets count
 // from start.
 func NewExecutor(env Env, s Schedule, start time.Time, obs Observer) *Executor {
-	return &Executor{env: env, s: s, obs: obs, start: start, acted: map[int][]int{}}
+	return &Executor{env: env, s: s, obs: obs, start: start, acted: map[int][]int{}, members: map[int]*memberRun{}, decommissioned: map[int]time.Time{},
+		poll: memberPoll, settle: finalSettle}
 }
 
 // Play performs every start and stop of the schedule at its offset,
@@ -84,9 +101,15 @@ func NewExecutor(env Env, s Schedule, start time.Time, obs Observer) *Executor {
 // short only leaves Heal to do it again, with an error recorded for a
 // stop that did nothing wrong.
 func (x *Executor) Play(ctx context.Context) {
-	for _, st := range x.s.Steps() {
+	x.playCtx = ctx
+	steps := x.s.Steps()
+	for i, st := range steps {
 		if !sleepUntil(ctx, x.start.Add(st.At)) {
 			return
+		}
+		x.next = time.Time{}
+		if i+1 < len(steps) {
+			x.next = x.start.Add(steps[i+1].At)
 		}
 		sctx, cancel := ctx, context.CancelFunc(func() {})
 		if st.Phase == PhaseStop {
@@ -111,12 +134,16 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // Heal is the final heal: it stops every fault still active (started,
 // even if its start failed, and not stopped successfully), most recent
 // first, then heals partitions, resumes every node and starts every node
-// that is down. It runs on ctx's values but not its cancellation, so it
-// heals after a canceled run too, bounded by FinalHealTimeout. It returns
-// every error of the heal: what it may have failed to undo.
+// that is down; when the schedule has membership faults, it then waits
+// for every partition move to end (cancelling those still under way
+// half way through), reported as a membership event of its own. It runs
+// on ctx's values but not its cancellation, so it heals after a canceled
+// run too, bounded by FinalHealTimeout. It returns every error of the
+// heal: what it may have failed to undo.
 func (x *Executor) Heal(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinalHealTimeout)
 	defer cancel()
+	x.healing = true
 	var errs []error
 	for _, id := range slices.Backward(slices.Clone(x.active)) {
 		errs = append(errs, x.step(ctx, id, PhaseStop))
@@ -125,7 +152,16 @@ func (x *Executor) Heal(ctx context.Context) error {
 	ev := x.begin(Event{Fault: -1, Phase: PhaseHeal, Nodes: all})
 	ev.Detail = "heal partitions, resume all, start all"
 	err := errors.Join(x.env.Heal(ctx), x.env.Resume(ctx, all...), x.env.EnsureRunning(ctx, all...))
-	return errors.Join(append(errs, x.end(ev, err))...)
+	errs = append(errs, x.end(ev, err))
+	if x.hasMembership() {
+		errs = append(errs, x.settleMembership(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// hasMembership reports whether the schedule has a membership fault.
+func (x *Executor) hasMembership() bool {
+	return slices.ContainsFunc(x.s.Faults, func(f Fault) bool { return f.Kind == KindMembership })
 }
 
 // step runs the start or stop of fault id and reports it.
@@ -212,13 +248,15 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 			what, note = fmt.Sprint(f.Select), x.rolesNote()
 		}
 		return nodes, fmt.Sprintf("power loss of %s %v: ", what, nodes) + lossDetail(lost) + note, err
+	case KindMembership:
+		return x.startMembership(ctx, f)
 	}
 	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
 
 // stopFault ends fault f, whose start acted on nodes: restart killed
-// nodes, resume paused ones, heal partitions, or restart the nodes a
-// power loss hit.
+// nodes, resume paused ones, heal partitions, restart the nodes a power
+// loss hit, or end a membership change (stopMembership).
 func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string, error) {
 	switch f.Kind {
 	case KindKill:
@@ -229,6 +267,8 @@ func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string,
 		return "heal", x.env.Heal(ctx)
 	case KindLoseUnfsynced:
 		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
+	case KindMembership:
+		return x.stopMembership(ctx, f)
 	}
 	return string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }

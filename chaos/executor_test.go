@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// fakeEnv records calls on nodes 1..3. fail, when set, decides the error
+// fakeEnv records calls on nodes 1..3 (or nodes). fail, when set, decides the error
 // of each call by its first word ("kill", "start", "heal", ...); leader 0
 // means there is no leader.
 type fakeEnv struct {
@@ -20,6 +20,7 @@ type fakeEnv struct {
 	leader int
 	roles  *RoleMap
 	fail   func(call string) error
+	nodes  []int // instead of 1..3
 }
 
 var _ Env = (*fakeEnv)(nil)
@@ -36,7 +37,12 @@ func (f *fakeEnv) rec(format string, args ...any) error {
 	return f.fail(verb)
 }
 
-func (f *fakeEnv) NodeIDs() []int                                    { return []int{1, 2, 3} }
+func (f *fakeEnv) NodeIDs() []int {
+	if f.nodes != nil {
+		return f.nodes
+	}
+	return []int{1, 2, 3}
+}
 func (f *fakeEnv) Kill(_ context.Context, ids ...int) error          { return f.rec("kill %v", ids) }
 func (f *fakeEnv) EnsureRunning(_ context.Context, ids ...int) error { return f.rec("start %v", ids) }
 func (f *fakeEnv) Pause(_ context.Context, ids ...int) error         { return f.rec("pause %v", ids) }
@@ -221,7 +227,7 @@ func TestExecutor_HealRetriesAFailedStop(t *testing.T) {
 func TestExecutor_StartWithoutLeaderIsReportedAndHealed(t *testing.T) {
 	s := Schedule{Faults: []Fault{
 		{ID: 0, Kind: KindKill, Start: 0, Stop: time.Hour, Target: TargetLeader},
-		{ID: 1, Kind: KindMembership, Start: 0, Stop: time.Hour},
+		{ID: 1, Kind: KindDiskCorruption, Start: 0, Stop: time.Hour},
 	}}
 	env := &fakeEnv{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -237,11 +243,11 @@ func TestExecutor_StartWithoutLeaderIsReportedAndHealed(t *testing.T) {
 		t.Errorf("kill of no leader reported as %+v", got)
 	}
 	if got := ev.ended[1]; !strings.Contains(got.Err, ErrUnsupported.Error()) {
-		t.Errorf("membership reported as %+v, want %v", got, ErrUnsupported)
+		t.Errorf("disk corruption reported as %+v, want %v", got, ErrUnsupported)
 	}
 	err := x.Heal(ctx)
 	if !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Heal = %v, want the membership stop's %v", err, ErrUnsupported)
+		t.Errorf("Heal = %v, want the disk corruption stop's %v", err, ErrUnsupported)
 	}
 	want := []string{"start []", "heal", "resume [1 2 3]", "start [1 2 3]"}
 	if !reflect.DeepEqual(env.calls, want) {

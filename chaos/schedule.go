@@ -19,7 +19,7 @@ const (
 	KindPause         Kind = "pause"          // SIGSTOP some nodes, SIGCONT at stop
 	KindPartition     Kind = "partition"      // iptables partition, heal at stop
 	KindLoseUnfsynced Kind = "lose-unfsynced" // power loss: kill the targets, drop their unsynced writes; restart them at stop
-	KindMembership    Kind = "membership"     // not yet: needs broker reassignment
+	KindMembership    Kind = "membership"     // move partitions' replicas (membership.go); settle or cancel at stop
 )
 
 // ErrUnsupported is returned for a nemesis this package cannot run yet.
@@ -72,17 +72,21 @@ type ScheduleConfig struct {
 	// PowerTargets are the lose-unfsynced targets to choose from; empty
 	// means all (a power loss of the whole cluster).
 	PowerTargets []Target
+	// Membership tunes the membership nemesis.
+	Membership MembershipConfig
 }
 
 // DefaultScheduleConfig returns the defaults: a 10 s interval, every
 // kill/pause target but the leader, every partition shape that needs no
-// leader, and power losses of the whole cluster.
+// leader, power losses of the whole cluster, and every membership
+// action.
 func DefaultScheduleConfig() ScheduleConfig {
 	return ScheduleConfig{
 		Interval:     10 * time.Second,
 		Targets:      []Target{TargetOne, TargetMinority, TargetMajority, TargetAll},
 		Shapes:       []Shape{ShapeMajorityMinority, ShapeIsolateOne, ShapeBridge, ShapeMajoritiesRing},
 		PowerTargets: []Target{TargetAll},
+		Membership:   DefaultMembershipConfig(),
 	}
 }
 
@@ -117,7 +121,9 @@ func (c ScheduleConfig) Validate() error {
 		switch k {
 		case KindKill, KindPause, KindPartition, KindLoseUnfsynced:
 		case KindMembership:
-			return fmt.Errorf("%w: %s (needs broker partition reassignment)", ErrUnsupported, k)
+			if err := c.Membership.Validate(len(c.Nodes)); err != nil {
+				return err
+			}
 		case KindDiskCorruption:
 			return fmt.Errorf("%w: %s (a later issue)", ErrUnsupported, k)
 		default:
@@ -143,6 +149,10 @@ type Fault struct {
 	Select []string `json:",omitempty"`
 	Cuts   []Cut    `json:",omitempty"`
 	Note   string   `json:",omitempty"`
+	// Action is a membership fault's action; Seed seeds its choices,
+	// made when it starts from the cluster as it then is.
+	Action MemberAction `json:",omitempty"`
+	Seed   uint64       `json:",omitempty"`
 }
 
 // String describes the fault for logs and histories.
@@ -160,6 +170,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("%s %s %v", f.Kind, f.powerTarget(), f.Nodes)
 	case KindPartition:
 		return fmt.Sprintf("%s %s %s", f.Kind, f.Shape, f.Grudge)
+	case KindMembership:
+		return fmt.Sprintf("%s %s", f.Kind, f.Action)
 	}
 	return string(f.Kind)
 }
@@ -286,6 +298,9 @@ func choose(f *Fault, cfg ScheduleConfig, rng *rand.Rand) error {
 		if f.Target != TargetAll {
 			f.Nodes = Pick(f.Target, cfg.Nodes, rng)
 		}
+	case KindMembership:
+		acts := cfg.Membership.Actions
+		f.Action, f.Seed = acts[rng.IntN(len(acts))], rng.Uint64()
 	}
 	return nil
 }

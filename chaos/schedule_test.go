@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -113,9 +114,19 @@ func TestPlan_TargetsAndShapes(t *testing.T) {
 }
 
 func TestPlan_Rejects(t *testing.T) {
-	bad := planCfg(1, KindMembership)
+	bad := planCfg(1, KindDiskCorruption)
 	if _, err := Plan(bad); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("membership: %v, want ErrUnsupported", err)
+		t.Errorf("disk corruption: %v, want ErrUnsupported", err)
+	}
+	bad = planCfg(1, KindMembership)
+	bad.Membership.Actions = []MemberAction{"frobnicate"}
+	if _, err := Plan(bad); err == nil || !strings.Contains(err.Error(), "unknown membership action") {
+		t.Errorf("unknown membership action: %v", err)
+	}
+	bad.Membership = DefaultMembershipConfig()
+	bad.Membership.ReplicationFactor = len(bad.Nodes) + 1
+	if _, err := Plan(bad); err == nil {
+		t.Error("a replication factor above the cluster's size was accepted")
 	}
 	bad = planCfg(1, "flood")
 	if _, err := Plan(bad); err == nil {

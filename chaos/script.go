@@ -42,7 +42,7 @@ const ShapeCuts Shape = "cuts"
 
 // KindDiskCorruption is reserved for a nemesis that corrupts or truncates
 // files on a node's disk (a later issue): Plan and scripts reject it with
-// ErrUnsupported, as they do KindMembership.
+// ErrUnsupported.
 const KindDiskCorruption Kind = "disk-corruption"
 
 // Cut says who cannot reach whom: traffic from every node of From to
@@ -129,8 +129,9 @@ type Script struct {
 //	  ]
 //	}
 //
-// Kinds are kill, pause, partition and lose-unfsynced; membership and
-// disk-corruption are reserved (ErrUnsupported). Unknown fields are
+// Kinds are kill, pause, partition and lose-unfsynced; membership runs
+// only from a random schedule and disk-corruption is reserved (both
+// ErrUnsupported). Unknown fields are
 // errors, so a misspelt key does not silently change the scenario.
 func ReadScript(r io.Reader) (Script, error) {
 	dec := json.NewDecoder(r)
@@ -197,7 +198,9 @@ func (st ScriptStep) validate() error {
 			}
 		}
 		return nil
-	case KindMembership, KindDiskCorruption:
+	case KindMembership:
+		return fmt.Errorf("%w: %s in a script (it runs from a random schedule, --nemesis membership)", ErrUnsupported, st.Kind)
+	case KindDiskCorruption:
 		return fmt.Errorf("%w: %s (a later issue)", ErrUnsupported, st.Kind)
 	}
 	return fmt.Errorf("unknown kind %q", st.Kind)

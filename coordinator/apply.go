@@ -39,6 +39,18 @@ func apply(s *State, c *Command, index uint64) Result {
 		return s.setTopicDefaults(c.SetTopicDefaults)
 	case c.ControlledShutdown != nil:
 		return s.controlledShutdown(c.ControlledShutdown)
+	case c.ReassignPartitions != nil:
+		return s.reassignPartitions(c.ReassignPartitions)
+	case c.CompleteReassignment != nil:
+		return s.completeReassignment(c.CompleteReassignment)
+	case c.Decommission != nil:
+		return s.decommission(c.Decommission)
+	case c.RemoveBroker != nil:
+		return s.removeBroker(c.RemoveBroker)
+	case c.AdmitNode != nil:
+		return s.admitNode(c.AdmitNode, index)
+	case c.SetMaintenance != nil:
+		return s.setMaintenance(c.SetMaintenance)
 	}
 	return Result{Err: cmdErr(kerr.InvalidRequest, "empty metadata command")}
 }
@@ -49,7 +61,8 @@ func apply(s *State, c *Command, index uint64) Result {
 // accepts the new one, so that it leaves every ISR and ELR and must catch
 // up again. Registering also makes the broker alive (unfenced). Only a
 // new StartID ends a controlled shutdown: a registration of the same
-// start (new addresses, say) keeps it.
+// start (new addresses, say) keeps it. No registration ends maintenance
+// mode: only SetMaintenance does.
 func (s *State) registerBroker(b *Broker, index uint64) Result {
 	if b.ID == 0 {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "broker id 0 is reserved")}
@@ -58,6 +71,13 @@ func (s *State) registerBroker(b *Broker, index uint64) Result {
 		return Result{Err: cmdErr(kerr.InconsistentClusterID,
 			"broker %d is registered from data directory incarnation %s, not %q: a node that lost its data must not rejoin under its old id",
 			b.ID, old.Incarnation, b.Incarnation)}
+	}
+	if b.Incarnation != "" && slices.Contains(s.RemovedIncarnations, b.Incarnation) {
+		return Result{Err: cmdErr(kerr.InconsistentClusterID,
+			"broker %d: data directory incarnation %s belongs to a removed broker; start it on an empty data directory to rejoin", b.ID, b.Incarnation)}
+	}
+	if err := s.checkAdmitted(b); err != nil { // admit.go; no entry before AdmitNode has one
+		return Result{Err: err}
 	}
 	old, known := s.Brokers[b.ID]
 	restarted := known && old.StartID != b.StartID
@@ -68,6 +88,8 @@ func (s *State) registerBroker(b *Broker, index uint64) Result {
 	nb.Alive = true
 	nb.Epoch = index
 	nb.ShuttingDown = known && !restarted && old.ShuttingDown
+	nb.Decommissioned = known && old.Decommissioned
+	nb.InMaintenance = known && old.InMaintenance // only SetMaintenance changes it
 	s.Brokers[b.ID] = &nb
 	if restarted || known && !old.Alive {
 		s.unfenceISR(b.ID)

@@ -11,19 +11,25 @@ import (
 // Command is one change to the metadata, proposed to group 0. Exactly one
 // field is set.
 type Command struct {
-	RegisterBroker      *Broker              `json:"register_broker,omitempty"`
-	SetAlive            *SetAlive            `json:"set_alive,omitempty"`
-	CreateTopic         *CreateTopic         `json:"create_topic,omitempty"`
-	DeleteTopic         *DeleteTopic         `json:"delete_topic,omitempty"`
-	CreatePartitions    *CreatePartitions    `json:"create_partitions,omitempty"`
-	AlterConfigs        *AlterConfigs        `json:"alter_configs,omitempty"`
-	AllocateProducerIDs *AllocateProducerIDs `json:"allocate_producer_ids,omitempty"`
-	LeaderHints         []LeaderHint         `json:"leader_hints,omitempty"`
-	AlterPartition      *AlterPartition      `json:"alter_partition,omitempty"`
-	ElectLeaders        *ElectLeaders        `json:"elect_leaders,omitempty"`
-	UpdateFeatures      *UpdateFeatures      `json:"update_features,omitempty"`
-	SetTopicDefaults    *SetTopicDefaults    `json:"set_topic_defaults,omitempty"`
-	ControlledShutdown  *ControlledShutdown  `json:"controlled_shutdown,omitempty"`
+	RegisterBroker       *Broker               `json:"register_broker,omitempty"`
+	SetAlive             *SetAlive             `json:"set_alive,omitempty"`
+	CreateTopic          *CreateTopic          `json:"create_topic,omitempty"`
+	DeleteTopic          *DeleteTopic          `json:"delete_topic,omitempty"`
+	CreatePartitions     *CreatePartitions     `json:"create_partitions,omitempty"`
+	AlterConfigs         *AlterConfigs         `json:"alter_configs,omitempty"`
+	AllocateProducerIDs  *AllocateProducerIDs  `json:"allocate_producer_ids,omitempty"`
+	LeaderHints          []LeaderHint          `json:"leader_hints,omitempty"`
+	AlterPartition       *AlterPartition       `json:"alter_partition,omitempty"`
+	ElectLeaders         *ElectLeaders         `json:"elect_leaders,omitempty"`
+	UpdateFeatures       *UpdateFeatures       `json:"update_features,omitempty"`
+	SetTopicDefaults     *SetTopicDefaults     `json:"set_topic_defaults,omitempty"`
+	ControlledShutdown   *ControlledShutdown   `json:"controlled_shutdown,omitempty"`
+	ReassignPartitions   *ReassignPartitions   `json:"reassign_partitions,omitempty"`
+	CompleteReassignment *CompleteReassignment `json:"complete_reassignment,omitempty"`
+	Decommission         *Decommission         `json:"decommission,omitempty"`
+	RemoveBroker         *RemoveBroker         `json:"remove_broker,omitempty"`
+	AdmitNode            *AdmitNode            `json:"admit_node,omitempty"`      // admit.go
+	SetMaintenance       *SetMaintenance       `json:"set_maintenance,omitempty"` // maintenance.go
 }
 
 // SetAlive marks a broker alive or not.
@@ -128,6 +134,12 @@ type ISRMember struct {
 type ElectLeaders struct {
 	Groups    []uint64 `json:"groups"`
 	Preferred bool     `json:"preferred,omitempty"`
+	// Unclean is Kafka's unclean ElectLeaders: a leaderless partition
+	// with no ISR (or ELR) member able to lead elects any eligible
+	// replica, whether or not its topic enables
+	// unclean.leader.election.enable. Entries written before it replay
+	// as they were; only brokers with Broker.ElectUnclean apply it.
+	Unclean bool `json:"unclean,omitempty"`
 }
 
 // UpdateFeatures sets cluster-wide replication features.
@@ -157,13 +169,23 @@ type ControlledShutdown struct {
 	StartID string `json:"start_id"`
 }
 
+// SetMaintenance turns maintenance mode of broker ID on or off
+// (Broker.InMaintenance). Turning it on is refused while another broker
+// is in maintenance, and elects away from the broker the ISR partitions
+// it leads where another ISR member may lead.
+type SetMaintenance struct {
+	ID uint64 `json:"id"`
+	On bool   `json:"on"`
+}
+
 // Result is what applying a command returns to its proposer.
 type Result struct {
 	Err             error
 	Topic           *Topic
 	ProducerIDStart int64
-	// Items has one entry per item of an AlterPartition or per group of
-	// an ElectLeaders, in order; the command itself succeeds.
+	// Items has one entry per item of an AlterPartition or a
+	// ReassignPartitions, or per group of an ElectLeaders, in order; the
+	// command itself succeeds.
 	Items []ItemResult
 }
 

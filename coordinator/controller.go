@@ -36,10 +36,26 @@ type ControllerConfig struct {
 	Host   *raftgroup.Host
 	// Metadata is the state machine group 0 applies to.
 	Metadata *Metadata
-	// Nodes is every node of the cluster; the first 1, 3 or 5 (Voters)
-	// vote in group 0 and the metadata leader adds the others as
+	// Nodes is every node of the initial cluster; the first 1, 3 or 5
+	// (Voters) bootstrap group 0 as its voters and the metadata leader
+	// adds the others, and every node admitted later (State.Admitted), as
 	// learners.
 	Nodes []uint64
+	// MetadataVoters is how many voters group 0 keeps (1, 3 or 5; 0:
+	// DefaultMetadataVoters), as many as there are nodes, rounded down to
+	// odd. The metadata leader promotes caught-up learners, replaces
+	// voters dead for VoterReplaceAfter and shrinks to it from the
+	// bootstrap's Voters (controller_voters.go). It does not change the
+	// bootstrap: nodes that bootstrapped different voters would each
+	// hold different committed entries at the same indexes. As metadata
+	// leader the node uses its own, so give every node the same.
+	MetadataVoters int
+	// VoterReplaceAfter is how long a voter must have been dead before
+	// the metadata leader replaces it with a live learner (0: never).
+	VoterReplaceAfter time.Duration
+	// HasPeer, if set, reports whether the node's transport knows node
+	// id's address: the metadata leader adds a learner only once it does.
+	HasPeer func(id uint64) bool
 	// DeadAfter is how long the metadata leader must not hear from a
 	// broker before it marks it dead.
 	DeadAfter time.Duration
@@ -64,6 +80,10 @@ type ControllerConfig struct {
 	// new metadata leader notices the old one's death no later than any
 	// other node's, not an election later.
 	LastHeard func(id uint64) time.Time
+	// PartitionBalancer has the metadata leader move replicas and
+	// preferred leaderships until every eligible broker holds about as
+	// many as the others (balance.go).
+	PartitionBalancer bool
 	// Local lists the partition replicas this node hosts.
 	Local func() []LocalReplica
 	// Reconcile brings the node's replicas to a metadata state. The
@@ -99,6 +119,11 @@ type Controller struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// replayTo is group 0's last log index when it opened: the states
+	// published before it is applied are replayed history (reconcileLoop).
+	// Not the commit index, which raft does not fsync on its own: a node
+	// may have applied (and acted on) entries past the commit it saved.
+	replayTo uint64
 }
 
 // NewController opens group 0: the voters bootstrap it; any other node
@@ -116,7 +141,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metadata group: %w", err)
 	}
-	c := &Controller{cfg: cfg, log: logging.Discard(cfg.Logger), group: g}
+	c := &Controller{cfg: cfg, log: logging.Discard(cfg.Logger), group: g, replayTo: g.Status().LastIndex}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -129,6 +154,7 @@ func (c *Controller) Start(self Broker) {
 	c.goLoop("reconcile", c.reconcileLoop)
 	c.goLoop("leader-hints", c.hintLoop)
 	c.goLoop("metadata-leader", c.metadataLeaderLoop)
+	c.goLoop("moves", c.moveLoop)
 	if c.cfg.LeaderBalanceInterval > 0 {
 		c.goLoop("leader-balance", c.leaderBalanceLoop)
 	}

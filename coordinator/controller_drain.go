@@ -53,17 +53,23 @@ func (c *Controller) RegisteredIn(s *State) bool {
 
 // HandOffMetadata moves group 0's leadership, if this node holds it, to
 // the voter that eligible accepts and whose log holds the most
-// (raftgroup.Group.Successor), and waits until it leads or ctx ends. It
-// returns the new leader, or 0 when this node did not lead group 0 or
-// is its only voter. The drain calls it after its other moves: the
-// proposals they made were this leader's to commit.
+// (raftgroup.Group.Successor), one not in maintenance if there is one,
+// and waits until it leads or ctx ends. It returns the new leader, or 0
+// when this node did not lead group 0 or is its only voter. The drain
+// calls it after its other moves: the proposals they made were this
+// leader's to commit. A node in maintenance calls it whenever it leads
+// group 0.
 func (c *Controller) HandOffMetadata(ctx context.Context, eligible func(id uint64) bool) (uint64, error) {
 	st := c.group.Status()
 	if !st.IsLeader() || len(st.Voters) < 2 {
 		return 0, nil
 	}
 	candidates := slices.DeleteFunc(slices.Clone(st.Voters), func(id uint64) bool { return !eligible(id) })
-	to := c.group.Successor(candidates)
+	maintenance := c.cfg.Metadata.View().InMaintenance()
+	to := c.group.Successor(slices.DeleteFunc(slices.Clone(candidates), func(id uint64) bool { return id == maintenance }))
+	if to == 0 {
+		to = c.group.Successor(candidates)
+	}
 	if to == 0 {
 		return 0, errNoSuccessor
 	}

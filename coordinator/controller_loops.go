@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/raftq/raftq/internal/periodic"
+	"github.com/raftq/raftq/raftgroup"
 )
 
 // registerLoop registers this broker in the metadata, and again whenever
@@ -41,7 +42,19 @@ func (c *Controller) registerLoop(ctx context.Context, me Broker) {
 
 // reconcileLoop has the node's replicas follow the metadata: on every
 // change, and every ReconcileInterval to retry what failed.
+//
+// It starts only once group 0 has applied every entry its log held when
+// it opened: a replay publishes every state on the way, and a state from
+// before a partition moved onto this node would have reconcile remove
+// that replica's data (and then reopen it empty, a voter without the log
+// it acknowledged). Entries past the saved commit index count too: the
+// node may have applied them before it stopped (raft fsyncs a commit
+// index only with entries or a vote), so they wait for group 0 to
+// commit them again.
 func (c *Controller) reconcileLoop(ctx context.Context) {
+	if _, err := c.group.WaitStatus(ctx, func(s raftgroup.Status) bool { return s.Applied >= c.replayTo }); err != nil {
+		return
+	}
 	m := c.cfg.Metadata
 	for {
 		changed := m.Changed()
@@ -103,20 +116,29 @@ func (c *Controller) reportLeadership(ctx context.Context, hinted map[uint64]uin
 }
 
 // metadataLeaderLoop does the metadata leader's housekeeping: it adds
-// nodes beyond the voters as learners of group 0 and marks brokers alive
-// or dead by whether this node hears from them.
+// nodes beyond the voters, and admitted ones, as learners of group 0,
+// changes its voters (controller_voters.go) and marks brokers alive or
+// dead by whether this node hears from them.
 func (c *Controller) metadataLeaderLoop(ctx context.Context) {
 	lastHeard := map[uint64]time.Time{}
+	deadSince := map[uint64]time.Time{} // controller_voters.go
 	defaultsRefused := false
 	periodic.Every(ctx, 250*time.Millisecond, func() {
 		if !c.group.Status().IsLeader() {
 			clear(lastHeard)
+			clear(deadSince)
 			return
 		}
 		c.addLearners(ctx)
+		c.changeVoters(ctx, deadSince)
 		c.updateLiveness(ctx, lastHeard)
 		c.syncFeatures(ctx)
 		c.syncTopicDefaults(ctx, &defaultsRefused)
+		c.moveOffDecommissioned(ctx)
+		c.pruneRemoved(ctx)
+		if c.cfg.PartitionBalancer {
+			c.balancePartitions(ctx)
+		}
 	})
 }
 
@@ -163,8 +185,8 @@ func (c *Controller) syncFeatures(ctx context.Context) {
 
 func (c *Controller) addLearners(ctx context.Context) {
 	members := c.group.Status().Members()
-	for _, id := range c.cfg.Nodes {
-		if slices.Contains(members, id) {
+	for _, id := range c.wantedMembers() {
+		if slices.Contains(members, id) || c.cfg.HasPeer != nil && !c.cfg.HasPeer(id) {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -202,9 +224,10 @@ func (c *Controller) updateLiveness(ctx context.Context, lastHeard map[uint64]ti
 
 // leaderBalanceLoop hands leadership of each partition this node leads
 // back to the partition's preferred replica (its first, spread evenly by
-// placement) when that replica is alive and not in controlled shutdown,
-// so that produce load spreads over the nodes after failovers, as Kafka's
-// automatic leader rebalance does.
+// placement) when that replica is alive and neither in controlled
+// shutdown nor in maintenance (Broker.TakesLeadership), so that produce
+// load spreads over the nodes after failovers, as Kafka's automatic
+// leader rebalance does.
 // An ISR partition moves only when the preferred replica is in its ISR;
 // its TransferLeadership asks group 0 for a preferred election.
 func (c *Controller) leaderBalanceLoop(ctx context.Context) {
@@ -215,12 +238,12 @@ func (c *Controller) balanceLeaders(ctx context.Context) {
 	st := c.cfg.Metadata.View()
 	for _, r := range c.cfg.Local() {
 		ref, ok := st.PartitionByGroup(r.Group())
-		if leader, _ := r.LeaderTerm(); !ok || !leader {
-			continue
+		if leader, _ := r.LeaderTerm(); !ok || !leader || ref.Partition.Moving() {
+			continue // a move hands leadership on itself
 		}
 		preferred := ref.Partition.Replicas[0]
-		if b, ok := st.Brokers[preferred]; preferred == c.cfg.NodeID || !ok || !b.Eligible() {
-			continue // dead, or in controlled shutdown: it is about to stop
+		if b, ok := st.Brokers[preferred]; preferred == c.cfg.NodeID || !ok || !b.TakesLeadership() {
+			continue // dead, in controlled shutdown (about to stop) or in maintenance
 		}
 		if ref.Topic.IsISR() && !slices.Contains(ref.Partition.ISR, preferred) {
 			continue // group 0 elects only from the ISR; it rejoins by fetching first

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"reflect"
 	"slices"
@@ -327,4 +328,55 @@ func TestController_SyncsTopicDefaults(t *testing.T) {
 	waitFor(t, "the node's topic defaults", func() bool { return m.View().TopicDefaults.Equal(want) })
 	mustPropose(t, c, &Command{SetTopicDefaults: &SetTopicDefaults{ConfigVersion: CurrentConfigVersion}})
 	waitFor(t, "the node's topic defaults back", func() bool { return m.View().TopicDefaults.Equal(want) })
+}
+
+// A restarted controller reconciles only the state group 0 had committed
+// when it opened, never a replayed one on the way: a state from before a
+// partition moved onto the node would have it drop that replica's data.
+func TestController_ReconcilesNoReplayedState(t *testing.T) {
+	dir := t.TempDir()
+	open := func(reconcile func(*State)) (*Controller, *raftgroup.Host) {
+		hc := raftgroup.DefaultConfig()
+		hc.NodeID, hc.DataDir, hc.Transport = 1, dir, noNet{}
+		hc.TickInterval, hc.ElectionTicks = 10*time.Millisecond, 10
+		h, err := raftgroup.NewHost(hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewController(ControllerConfig{NodeID: 1, Host: h, Metadata: NewMetadata(), Nodes: []uint64{1},
+			DeadAfter: time.Hour, Connected: func(uint64) bool { return true },
+			Local: func() []LocalReplica { return nil }, Reconcile: reconcile, ReconcileInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Start(Broker{ID: 1, KafkaAddr: "127.0.0.1:9092", Incarnation: "i", StartID: NewStartID()})
+		return c, h
+	}
+	c, h := open(func(*State) {})
+	waitFor(t, "registration", func() bool { return c.Registered() })
+	for i := range 300 {
+		mustPropose(t, c, &Command{CreateTopic: &CreateTopic{Name: fmt.Sprintf("t%d", i), ID: [16]byte{byte(i), byte(i >> 8), 1}, Partitions: 1, ReplicationFactor: 1}})
+	}
+	final := c.cfg.Metadata.View().Index
+	c.Close()
+	_ = h.Close()
+
+	var mu sync.Mutex
+	var seen []uint64
+	c, h = open(func(s *State) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, s.Index)
+	})
+	defer func() { c.Close(); _ = h.Close() }()
+	waitFor(t, "a reconcile", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[0] < final {
+		t.Fatalf("first reconcile after the restart saw the state at %d, a replayed one (group 0 had committed %d)", seen[0], final)
+	}
 }

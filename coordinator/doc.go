@@ -39,13 +39,25 @@
 // ELR places, as a clean shutdown does) while it still serves, and stays
 // ineligible to lead, join an ISR or take leadership back by leader
 // balance (Broker.Eligible) until it registers with a new StartID;
-// SetAlive does not undo it. AlterPartition is a compare-and-set on leader epoch and
+// SetAlive does not undo it. A broker in maintenance mode
+// (SetMaintenance, maintenance.go; Redpanda's) stays eligible and in
+// every ISR, but every election runs first without it and takes it only
+// when no other replica may lead cleanly (an ISR, or with the ISR empty
+// an ELR, member); SetMaintenance on re-elects where it led. At most one
+// broker is in maintenance; a registration keeps the mark, so it
+// survives restarts. Raft partitions and group 0 it leaves to the
+// node, which hands their leaderships over while the mark is on. An
+// unclean ElectLeaders (ElectLeaders.Unclean, Kafka's ElectionType 1)
+// may elect any eligible replica of a leaderless partition whatever
+// its topic's unclean.leader.election.enable. AlterPartition is a compare-and-set on leader epoch and
 // partition epoch with Kafka's error codes. ELR is a cluster feature in
 // the state (UpdateFeatures), not a node flag, since apply must not
 // depend on the node. Invariants, checked on every restore (state_check.go)
 // and after every apply in the tests: a leader is in the ISR unless it is
 // recovering; ISR and ELR are distinct replicas with nothing in common;
-// raft partitions have no ISR state; leader, partition and broker epochs
+// raft partitions have no ISR state; at most one broker is in
+// maintenance, and it leads an ISR partition only when no other ISR
+// member is eligible; leader, partition and broker epochs
 // never go back, a new leader comes with a new leader epoch and any change
 // with a new partition epoch. ISR mode is refused unless the creating
 // command sets CreateTopic.AllowISR, which the broker's CreateTopics
@@ -81,12 +93,38 @@
 // the topic, which carries its state's (every topic of a state does:
 // state_check.go).
 //
+// Reassignment (reassign.go, docs/reassignment.md): ReassignPartitions
+// records a move as Target and Original and widens Replicas to Target
+// followed by every other broker that may hold a copy; only the end of a
+// move shrinks it, so no replica a quorum may need is dropped early. A
+// cancel retargets Original. A raft partition's leader changes its
+// group's membership step by step (PlanMove, a pure function of the
+// group's configuration and the target, so crashes and cancels need no
+// recovery) and proposes CompleteReassignment, a compare-and-set on the
+// target; an ISR partition's move ends at apply when its ISR holds the
+// target. Invariants (checkMove): Target and Original are set together,
+// on a partition marked Moved, with Replicas starting with Target and
+// holding Original. A Decommissioned broker gets no new replica, and the
+// metadata leader moves its replicas away (decommission.go);
+// RemoveBroker forgets an empty broker and bars its incarnation
+// (State.RemovedIncarnations) from registering or being admitted again;
+// its id stays in State.Removed, which takes it out of group 0's
+// configuration, until a node is admitted under the id again. A
+// restarted node reconciles only once group 0 has applied every entry
+// its log held at open: a replayed state from before a move onto the
+// node would otherwise remove a replica it holds.
+//
 // Versions: every start replays group 0's log from its last snapshot with
 // the binary now running, so apply may never change how an entry already
 // written is applied. A new rule comes with a new command field that only
-// new proposers set (CreateTopic.RefuseCollision, AlterConfigs.Replace);
-// entries without it replay as before. Nodes of different versions must
-// not share a cluster: an older one would ignore the new fields.
+// new proposers set (CreateTopic.RefuseCollision, AlterConfigs.Replace,
+// ElectLeaders.Unclean); entries without it replay as before
+// (testdata/premaintenance-logs.jsonl holds logs of the binary before
+// maintenance mode, replayed to its states). Nodes of different versions must
+// not share a cluster: an older one would ignore the new fields. A new
+// command (ControlledShutdown, SetMaintenance) is proposed only when every
+// registered broker says it applies it (Broker.ControlledShutdown,
+// Broker.SetMaintenance, Broker.ElectUnclean).
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:
@@ -94,18 +132,56 @@
 // on every start: each start has a new StartID), reconcile
 // (the node's hook that opens and removes its replicas, on every change),
 // leadership hints of the partitions the node leads, the metadata
-// leader's housekeeping (learners beyond the 1, 3 or 5 voters, broker
+// leader's housekeeping (learners beyond the voters and admitted nodes,
+// group 0's voters (see Membership below), broker
 // liveness from the transport, the ELR feature and the topic defaults: it
 // proposes UpdateFeatures and SetTopicDefaults when the state differs
 // from its own ControllerConfig.EligibleLeaderReplicas and TopicDefaults,
 // so the metadata leader's flags win) and leader balance (leadership back
-// to the preferred replica, unless it is in controlled shutdown). For a
+// to the preferred replica, unless it is in controlled shutdown or in
+// maintenance: Broker.TakesLeadership). For a
 // node's drain it proposes the ControlledShutdown and hands group 0's
-// leadership to the most caught-up eligible voter (controller_drain.go).
+// leadership to the most caught-up eligible voter, one not in
+// maintenance if there is one (controller_drain.go); a node in
+// maintenance hands group 0's leadership over the same way.
 // It sees the node's replicas only as LocalReplica,
 // and the transport only as Connected. Its proposals fail with
 // ErrNoController when no group-0 leader took them. Close stops and waits
 // for every loop it started.
+//
+// Membership (admit.go, voters.go, controller_voters.go): a node that
+// joins a running cluster is admitted by AdmitNode, which records its
+// peer address and data directory incarnation in State.Admitted, where
+// every node's transport learns the address (State.PeerAddrs). An
+// admitted id keeps its incarnation: AdmitNode again with the same one
+// only moves the address (a retried join), and another incarnation of an
+// admitted or registered id is refused at apply (CheckAdmission), as is
+// a RegisterBroker from another incarnation than the admitted one
+// (State.check holds it on every restore). The
+// metadata leader adds every initial node and every admitted one to
+// group 0 as a learner once its own transport knows the address
+// (ControllerConfig.HasPeer), so that the conf change never reaches raft
+// before the address reaches the transport; one change at a time.
+//
+// Group 0's voters are bootstrapped from the initial cluster (Voters,
+// whatever MetadataVoters says: nodes that bootstrapped different voters
+// would hold different committed entries at the same indexes) and then
+// changed by the metadata leader alone, towards NextVoters(members,
+// MetadataVoters), by one ConfChangeV2 with JointImplicit (raft's joint
+// consensus, left automatically once committed), never while a joint
+// configuration is still being left. NextVoters is pure and holds the
+// rules (voters_test.go checks them on every cluster of up to six
+// members): an odd count up to the target whenever one has a live
+// majority; nothing while the current voters lack one; a learner is
+// promoted only when its broker is registered and eligible and its log
+// within promoteWithin entries of the leader's; a voter is dropped only
+// when dead for VoterReplaceAfter, or above the target, or to make an
+// even set odd, or when leaving (Member.Leaving, which counts as gone),
+// never when dead only briefly; the leader stays. Dropped
+// voters become learners. Dead for long is counted from when this
+// metadata leader first saw the voter dead: a new leader starts the
+// clock again, so the delay is bounded only while leadership is stable.
+// The metadata leader's MetadataVoters wins, as its ELR flag does.
 //
 // Goroutines: Metadata's Apply, Snapshot and Restore run on group 0's
 // goroutine; readers take a consistent copy with View (an atomic pointer to

@@ -37,6 +37,17 @@ var fuzzSeedCommands = []string{
 	`{"controlled_shutdown":{"id":1,"start_id":""}}`,
 	`{"alter_partition":{"items":[{"group":6,"leader":2,"leader_epoch":1,"partition_epoch":1,"isr":[{"id":1,"broker_epoch":1},{"id":2,"broker_epoch":2}]}]}}`,
 	`{"register_broker":{"id":1,"kafka_addr":"127.0.0.1:9092","incarnation":"a","start_id":"y"}}`,
+	`{"register_broker":{"id":4,"kafka_addr":"127.0.0.1:9095","incarnation":"d"}}`,
+	`{"reassign_partitions":{"items":[{"topic":"t","partition":0,"replicas":[4,2,3]},{"topic":"i","partition":1,"replicas":[4,3]}],"allow_replication_factor_change":true}}`,
+	`{"reassign_partitions":{"items":[{"topic":"t","partition":0,"cancel":true},{"topic":"t","partition":1,"replicas":[3,2,1]}]}}`,
+	`{"complete_reassignment":{"group":1,"target":[1,2,3]}}`,
+	`{"decommission":{"id":4,"on":true}}`,
+	`{"decommission":{"id":4,"on":false}}`,
+	`{"remove_broker":{"id":4}}`,
+	`{"set_maintenance":{"id":2,"on":true}}`,
+	`{"set_maintenance":{"id":3,"on":true}}`,
+	`{"elect_leaders":{"groups":[6,7],"unclean":true}}`,
+	`{"set_maintenance":{"id":2,"on":false}}`,
 }
 
 // FuzzMetadataApply feeds the metadata state machine a log of arbitrary
@@ -164,7 +175,8 @@ func checkInvariants(t *testing.T, s *State) {
 // cluster: 4 brokers, an ISR topic of 4 partitions on 3 of them, ELR and
 // unclean election as next says. Each step is SetAlive, RegisterBroker
 // (often a restart), AlterPartition (mostly from the current leader with
-// current epochs, sometimes stale) or ElectLeaders.
+// current epochs, sometimes stale), ElectLeaders (preferred, clean or
+// unclean), UpdateFeatures or SetMaintenance.
 type isrOps struct {
 	t        *testing.T
 	m        *Metadata
@@ -189,7 +201,7 @@ func (o *isrOps) step(i int) {
 	s := o.m.View()
 	id := uint64(1 + o.next(4))
 	var c Command
-	switch o.next(6) {
+	switch o.next(7) {
 	case 0:
 		c.SetAlive = &SetAlive{ID: id, Alive: o.next(2) == 0}
 	case 1:
@@ -198,9 +210,12 @@ func (o *isrOps) step(i int) {
 		c.AlterPartition = &AlterPartition{Items: []AlterPartitionItem{o.alterItem(s)}}
 	case 4:
 		p := s.Topics["i"].Partitions[o.next(4)]
-		c.ElectLeaders = &ElectLeaders{Groups: []uint64{p.Group}, Preferred: o.next(2) == 0}
+		how := o.next(3)
+		c.ElectLeaders = &ElectLeaders{Groups: []uint64{p.Group}, Preferred: how == 0, Unclean: how == 2}
 	case 5:
 		c.UpdateFeatures = &UpdateFeatures{EligibleLeaderReplicas: o.next(2) == 0}
+	case 6:
+		c.SetMaintenance = &SetMaintenance{ID: id, On: o.next(2) == 0}
 	}
 	r := applyChecked(o.t, o.m, &c)
 	for _, it := range r.Items {

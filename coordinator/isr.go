@@ -32,9 +32,20 @@ func (s *State) initISR(t *Topic, from int) error {
 		if len(p.ISR) == 0 {
 			return cmdErr(kerr.InvalidReplicaAssignment, "partition %d: no replica of %v is alive to lead", i, p.Replicas)
 		}
-		p.Leader = p.ISR[0]
+		p.Leader = firstLeader(p.ISR, s.InMaintenance())
 	}
 	return nil
+}
+
+// firstLeader is the first of isr that is not the broker in maintenance
+// (0: none), or that broker when it is the only member.
+func firstLeader(isr []uint64, maintenance uint64) uint64 {
+	for _, id := range isr {
+		if id != maintenance {
+			return id
+		}
+	}
+	return isr[0]
 }
 
 // forEachISR replaces each ISR partition by fn's result where fn reports a
@@ -135,6 +146,7 @@ func (s *State) alterPartitionItem(it AlterPartitionItem) ItemResult {
 		setISR: true, isr: inReplicaOrder(p, ids),
 		setRecovering: true, recovering: it.LeaderRecovering,
 	})
+	n = s.finishISRMove(ref.Topic, n)
 	s.putPartition(ref.Topic, n)
 	if n.Leader != it.Leader {
 		// Kafka's answer too: the change stands, the proposer must
@@ -214,19 +226,25 @@ func checkAlterISR(p Partition, it AlterPartitionItem) error {
 }
 
 func (s *State) electLeaders(e *ElectLeaders) Result {
-	if len(e.Groups) == 0 {
+	switch {
+	case len(e.Groups) == 0:
 		return Result{Err: cmdErr(kerr.InvalidRequest, "elect leaders without groups")}
+	case e.Preferred && e.Unclean:
+		return Result{Err: cmdErr(kerr.InvalidRequest, "an election is preferred or unclean, not both")}
 	}
 	res := Result{Items: make([]ItemResult, 0, len(e.Groups))}
 	for _, g := range e.Groups {
-		res.Items = append(res.Items, s.electLeader(g, e.Preferred))
+		res.Items = append(res.Items, s.electLeader(g, e.Preferred, e.Unclean))
 	}
 	return res
 }
 
 // electLeader runs one election with Kafka's ElectLeaders answers: nothing
-// to do, or no replica able to lead, leaves the partition as it was.
-func (s *State) electLeader(g uint64, preferred bool) ItemResult {
+// to do, or no replica able to lead, leaves the partition as it was. An
+// unclean one may elect any eligible replica, as Kafka's does whatever
+// the topic's unclean.leader.election.enable, but only where the
+// partition has no leader (else nothing is needed).
+func (s *State) electLeader(g uint64, preferred, unclean bool) ItemResult {
 	ref, err := s.isrPartition(g)
 	if err != nil {
 		return ItemResult{Group: g, Err: err}
@@ -235,10 +253,11 @@ func (s *State) electLeader(g uint64, preferred bool) ItemResult {
 	if preferred && p.Leader == p.Replicas[0] || !preferred && p.Leader != 0 {
 		return ItemResult{Group: g, Partition: p, Err: cmdErr(kerr.ElectionNotNeeded, "group %d is led by %d", g, p.Leader)}
 	}
-	n := s.rules(ref.Topic, 0).build(p, isrChange{preferred: preferred})
+	n := s.rules(ref.Topic, 0).build(p, isrChange{preferred: preferred, unclean: unclean})
 	switch {
 	case preferred && n.Leader != p.Replicas[0]:
-		return ItemResult{Group: g, Partition: p, Err: cmdErr(kerr.PreferredLeaderNotAvailable, "replica %d of group %d is not in the ISR or not alive", p.Replicas[0], g)}
+		return ItemResult{Group: g, Partition: p, Err: cmdErr(kerr.PreferredLeaderNotAvailable,
+			"replica %d of group %d is not in the ISR, not alive, or in controlled shutdown or maintenance", p.Replicas[0], g)}
 	case n.Leader == 0:
 		return ItemResult{Group: g, Partition: p, Err: cmdErr(kerr.EligibleLeadersNotAvailable, "no replica of group %d may lead", g)}
 	}

@@ -11,6 +11,9 @@ type isrRules struct {
 	elr        bool                 // KIP-966 eligible leader replicas
 	minISR     int
 	unclean    bool // unclean.leader.election.enable
+	// maintenance is the broker in maintenance mode (0: none): a clean
+	// election picks it only when no other replica may lead cleanly.
+	maintenance uint64
 }
 
 // rules returns the rules for t's partitions, treating excluded (0: none)
@@ -21,9 +24,10 @@ func (s *State) rules(t *Topic, excluded uint64) isrRules {
 			b, ok := s.Brokers[id]
 			return ok && b.Eligible() && id != excluded
 		},
-		elr:     s.EligibleLeaderReplicas,
-		minISR:  int(t.ConfigInt("min.insync.replicas")),
-		unclean: t.Config("unclean.leader.election.enable") == "true",
+		elr:         s.EligibleLeaderReplicas,
+		minISR:      int(t.ConfigInt("min.insync.replicas")),
+		unclean:     t.Config("unclean.leader.election.enable") == "true",
+		maintenance: s.InMaintenance(),
 	}
 }
 
@@ -35,6 +39,7 @@ type isrChange struct {
 	recovering      bool   // the leader's recovery state, with setRecovering
 	uncleanShutdown uint64 // a replica that lost unflushed data (0: none)
 	preferred       bool   // elect the first replica if it can lead
+	unclean         bool   // allow an unclean election whatever the topic says (ElectLeaders.Unclean)
 }
 
 // electionKind says where a leader came from; ELR and unclean leaders
@@ -52,6 +57,7 @@ const (
 // ISR, then ELR, then an election, then the last known leader, then the
 // epochs. It never changes p's slices.
 func (r isrRules) build(p Partition, c isrChange) Partition {
+	r.unclean = r.unclean || c.unclean
 	target := p.ISR
 	if c.setISR {
 		target = c.isr
@@ -106,8 +112,19 @@ func (r isrRules) targetELR(p Partition, target []uint64, uncleanShutdown uint64
 // electPreferredLeader): the current leader if it is still valid, else the
 // first valid replica in replica order (an ISR member, or an ELR member
 // when the ISR is empty), else the last known leader, else with unclean
-// election any acceptable replica, else none.
+// election any acceptable replica, else none. A broker in maintenance
+// is chosen only when no other replica can lead cleanly (an ISR or ELR
+// member): the same election without it runs first. With nobody in
+// maintenance the election is what it was before maintenance mode.
 func (r isrRules) elect(p Partition, isr, elr []uint64, preferred bool) (uint64, electionKind) {
+	if r.maintenance != 0 {
+		others := r
+		others.maintenance = 0
+		others.acceptable = func(id uint64) bool { return id != r.maintenance && r.acceptable(id) }
+		if leader, kind := others.elect(p, isr, elr, preferred); kind == electedISR || kind == electedELR {
+			return leader, kind
+		}
+	}
 	valid := func(id uint64) electionKind {
 		switch {
 		case !r.acceptable(id):

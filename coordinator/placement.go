@@ -20,7 +20,7 @@ type placer struct {
 func newPlacer(s *State) *placer {
 	p := &placer{leaders: map[uint64]int{}, replicas: map[uint64]int{}}
 	for _, id := range s.BrokerIDs() {
-		if s.Brokers[id].Alive {
+		if b := s.Brokers[id]; b.Alive && !b.Decommissioned {
 			p.live = append(p.live, id)
 		}
 	}

@@ -48,17 +48,51 @@ type Broker struct {
 	// at apply (an empty command to it) while the others applied it, and
 	// their metadata, ISR leaders included, would diverge.
 	ControlledShutdown bool `json:"controlled_shutdown,omitempty"`
+	// Decommissioned marks a broker being emptied (Decommission): no new
+	// replica is placed on it, and the metadata leader moves every
+	// replica it holds to other brokers. RemoveBroker may then delete it.
+	Decommissioned bool `json:"decommissioned,omitempty"`
+	// InMaintenance marks the broker in maintenance mode (Redpanda's),
+	// set and cleared by SetMaintenance only, so no entry written before
+	// it applies differently: it stays in every ISR and replicates, but
+	// ISR elections pick it only when no other ISR member may lead,
+	// leader balance hands it nothing, and the node hands every raft
+	// leadership it holds, group 0's too, to other replicas. At most
+	// one broker is in maintenance. A registration keeps it, so it
+	// survives the node's restarts.
+	InMaintenance bool `json:"in_maintenance,omitempty"`
+	// SetMaintenance and ElectUnclean say, as ControlledShutdown does,
+	// that the broker's binary applies SetMaintenance commands and
+	// ElectLeaders.Unclean; they are proposed only when every registered
+	// broker does.
+	SetMaintenance bool `json:"set_maintenance,omitempty"`
+	ElectUnclean   bool `json:"elect_unclean,omitempty"`
 }
 
 // Eligible reports whether b may lead partitions and join ISRs: alive
 // (not fenced) and not in controlled shutdown.
 func (b *Broker) Eligible() bool { return b.Alive && !b.ShuttingDown }
 
+// TakesLeadership reports whether leadership may be handed to b by
+// choice (leader balance, a preferred election, a drain's hand-over):
+// eligible and not in maintenance.
+func (b *Broker) TakesLeadership() bool { return b.Eligible() && !b.InMaintenance }
+
 // Partition is one partition of a topic and the raft group that replicates it.
 type Partition struct {
 	Index    int32    `json:"index"`
 	Group    uint64   `json:"group"`
 	Replicas []uint64 `json:"replicas"` // the first is the preferred leader
+	// Target and Original are a reassignment's (reassign.go): the list
+	// the partition moves to and the one it moved from, both empty unless
+	// a move is under way. Replicas is then Target followed by every other
+	// broker that may hold a copy, so that none drops it too soon.
+	Target   []uint64 `json:"target,omitempty"`
+	Original []uint64 `json:"original,omitempty"`
+	// Moved says a reassignment has changed the partition's raft group
+	// since the group was created: a replica opened empty then joins the
+	// group instead of founding it with Replicas as its first voters.
+	Moved bool `json:"moved,omitempty"`
 	// Leader and LeaderTerm are, in raft mode, the newest leadership
 	// hint: the node that last reported winning an election for Group,
 	// and its raft term. In ISR mode they are authoritative: the leader
@@ -164,6 +198,16 @@ type State struct {
 	// records on every replica), and so must apply (min.insync.replicas
 	// and unclean election of ISR topics).
 	TopicDefaults TopicDefaults `json:"topic_defaults,omitempty"`
+	// RemovedIncarnations are the data directories of removed brokers
+	// (RemoveBroker): none may register again.
+	RemovedIncarnations []string `json:"removed_incarnations,omitempty"`
+	// Removed are the ids of removed brokers, until a node is admitted
+	// under the id again: group 0 drops them from its configuration.
+	// Sorted; replaced on write.
+	Removed []uint64 `json:"removed,omitempty"`
+	// Admitted are the nodes that joined a running cluster (AdmitNode,
+	// admit.go), by id. Replaced on write, never modified in place.
+	Admitted map[uint64]*Admission `json:"admitted,omitempty"`
 }
 
 func newState() *State {
@@ -187,6 +231,16 @@ func (s *State) clone() *State {
 		c.Topics[k] = v
 	}
 	return &c
+}
+
+// InMaintenance returns the broker in maintenance mode, 0 if none.
+func (s *State) InMaintenance() uint64 {
+	for id, b := range s.Brokers {
+		if b.InMaintenance {
+			return id
+		}
+	}
+	return 0
 }
 
 // BrokerIDs returns the ids of all registered brokers, sorted.

@@ -11,8 +11,10 @@ import (
 // SetTopicDefaults takes, topics with distinct non-zero ids and the
 // state's topic defaults, partitions numbered by position on distinct
 // raft groups below NextGroup, each on distinct registered brokers, the
-// ISR invariants (checkISRFields), and no ISR partition led by a broker
-// in controlled shutdown. A restored snapshot is checked before it is
+// ISR invariants (checkISRFields), no ISR partition led by a broker
+// in controlled shutdown, at most one broker in maintenance, and none
+// leading an ISR partition that another ISR member could lead
+// (checkMaintenance). A restored snapshot is checked before it is
 // published, so that a damaged one stops the group with an error rather
 // than a panic later.
 func (s *State) check() error {
@@ -24,10 +26,20 @@ func (s *State) check() error {
 			return fmt.Errorf("topic default %s: %w", k, err)
 		}
 	}
+	maintenance := 0
 	for id, b := range s.Brokers {
 		if b == nil || b.ID != id || id == 0 {
 			return fmt.Errorf("broker %d: bad registration %+v", id, b)
 		}
+		if b.InMaintenance {
+			maintenance++
+		}
+	}
+	if maintenance > 1 {
+		return fmt.Errorf("%d brokers in maintenance, at most one may be", maintenance)
+	}
+	if err := s.checkAdmissions(); err != nil { // admit.go
+		return err
 	}
 	groups := map[uint64]bool{}
 	ids := map[[16]byte]bool{}
@@ -49,6 +61,26 @@ func (s *State) check() error {
 			if b := s.Brokers[p.Leader]; t.IsISR() && b != nil && b.ShuttingDown {
 				return fmt.Errorf("topic %q partition %d: led by broker %d in controlled shutdown", name, i, p.Leader)
 			}
+			if err := s.checkMaintenance(t, p); err != nil {
+				return fmt.Errorf("topic %q partition %d: %w", name, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkMaintenance checks that an ISR partition led by the broker in
+// maintenance has no other ISR member that may lead (eligible): every
+// election picks another where there is one, and SetMaintenance elects
+// again where the broker led.
+func (s *State) checkMaintenance(t *Topic, p Partition) error {
+	b := s.Brokers[p.Leader]
+	if !t.IsISR() || b == nil || !b.InMaintenance {
+		return nil
+	}
+	for _, id := range p.ISR {
+		if o := s.Brokers[id]; id != p.Leader && o != nil && o.Eligible() {
+			return fmt.Errorf("led by broker %d in maintenance while ISR member %d may lead", p.Leader, id)
 		}
 	}
 	return nil
@@ -65,6 +97,29 @@ func (s *State) checkPartition(p Partition, i int, groups map[uint64]bool) error
 	for j, r := range p.Replicas {
 		if _, ok := s.Brokers[r]; !ok || slices.Contains(p.Replicas[:j], r) {
 			return fmt.Errorf("replica %d unregistered or repeated", r)
+		}
+	}
+	return checkMove(p)
+}
+
+// checkMove checks a reassignment's fields: none, or a target and an
+// original of distinct replicas, with Replicas starting with the target
+// and holding the original, on a partition marked Moved.
+func checkMove(p Partition) error {
+	if !p.Moving() && len(p.Original) == 0 {
+		return nil
+	}
+	switch {
+	case !p.Moving() || len(p.Original) == 0 || !p.Moved:
+		return fmt.Errorf("move to %v from %v half recorded (moved %v)", p.Target, p.Original, p.Moved)
+	case !slices.Equal(p.Replicas[:min(len(p.Target), len(p.Replicas))], p.Target):
+		return fmt.Errorf("replicas %v do not start with the target %v", p.Replicas, p.Target)
+	case len(minus(p.Original, p.Replicas)) > 0:
+		return fmt.Errorf("replicas %v lack some of the original %v", p.Replicas, p.Original)
+	}
+	for i, id := range p.Original {
+		if slices.Contains(p.Original[:i], id) {
+			return fmt.Errorf("original %v repeats %d", p.Original, id)
 		}
 	}
 	return nil

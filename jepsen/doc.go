@@ -10,7 +10,8 @@
 // completion (ok: it happened; fail: it definitely did not; info: unknown).
 // Every op has an index, a monotonic time in nanoseconds since the run
 // started, a process and an f: send, poll, assign, subscribe, crash,
-// final-read, or, on NemesisProcess (-1), start and stop of a named fault.
+// final-read, or, on NemesisProcess (-1), start and stop of a named fault
+// (whose completion names the nodes the step acted on and what it did).
 // A process runs one op at a time; its completion follows its invocation.
 // A process that completes with info never invokes again (its worker goes
 // on as a new process), so an info op stays open to the end of history.
@@ -117,7 +118,8 @@
 // availability (ok sends over sends attempted) overall, during fault
 // windows and outside them, and per window; each fault's failover time
 // (window start to the first ok send invoked after it, per partition and
-// the slowest); ok sends/s, and p50/p99 send latency outside faults.
+// the slowest; a membership fault has one only when it killed a node);
+// ok sends/s, and p50/p99 send latency outside faults.
 // Run writes the run's Setup beside them (mode, RF, min.insync.replicas,
 // flush, fsync, unclean, ELR, nodes, nemesis, seed, power-loss model).
 //
@@ -180,7 +182,9 @@
 //     stuck on a killed leader). The topic is created with the asked
 //     partitions and replication factor. The executor acts on the
 //     cluster, and every step it takes goes, with the nodes it hit, into
-//     nemesis.json and the log.
+//     nemesis.json and the log. With membership faults the executor acts
+//     through a membersEnv: the cluster plus a kgo client dialing into
+//     the namespace, for Kafka's reassignment APIs and metadata.
 //  5. The executor's final heal (heal partitions, resume every node,
 //     start every node that is down) runs with or without faults; then
 //     Recover waits until every node sees all brokers alive and every
@@ -227,6 +231,27 @@
 //     write; with --fsync never the partition WALs lose what was written
 //     since start (the metadata log is always fsynced, so the topic
 //     survives and the loss can be measured).
+//   - membership: one action of chaos's table per fault
+//     (--membership-actions): move one or two partitions of the test
+//     topic to random replicas (of its replication factor, or with
+//     --membership-resize of another, never below min.insync.replicas
+//     in isr mode), reorder a partition's replicas so that the
+//     preferred leader changes and leader balance moves leadership
+//     there, cancel a move a moment after it began, or kill the
+//     partition's leader or a replica it adds in the middle of a move
+//     (restarted at the stop). The requests are Kafka's
+//     AlterPartitionReassignments, ListPartitionReassignments and
+//     Metadata, sent to the controller (group 0's leader, whose view is
+//     the freshest) through kgo; leaders come from /v1/status. A stop
+//     waits for its moves (--membership-settle, never past the next
+//     fault step) and cancels the rest; the final heal waits until no
+//     partition moves. nemesis.json's "membership" counts moves
+//     completed, cancelled and killed mid-move, reorders, refusals;
+//     `raftq jepsen run` prints them on its membership: line. A raft
+//     move changes the group's membership by learners, a leadership
+//     transfer when the leader leaves, and one joint consensus change;
+//     an ISR move adds the new replicas to the ISR before group 0 ends
+//     it (coordinator/reassign.go).
 //
 // # The replication-mode matrix
 //

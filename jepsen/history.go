@@ -97,8 +97,12 @@ type Op struct {
 	// Rebalanced lists the partitions a group rebalance assigned or revoked
 	// while this poll ran; their consumer position is unknown afterwards.
 	Rebalanced []TP `json:"rebalanced,omitempty"`
-	// Nemesis names the fault a start or stop acts on.
+	// Nemesis names the fault a start or stop acts on. A start's or
+	// stop's completion carries the nodes it acted on (a membership
+	// fault's only a node it killed) and what it did, for people.
 	Nemesis string `json:"nemesis,omitempty"`
+	Nodes   []int  `json:"nodes,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 	// Error is the client error behind a fail or info, or per-op notes.
 	Error string `json:"error,omitempty"`
 }
@@ -162,5 +166,6 @@ func (o Op) Completion(t Type) Op {
 	c.Seeks = append([]Seek(nil), o.Seeks...)
 	c.Topics = append([]string(nil), o.Topics...)
 	c.Rebalanced = append([]TP(nil), o.Rebalanced...)
+	c.Nodes = append([]int(nil), o.Nodes...)
 	return c
 }

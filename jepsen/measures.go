@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/raftq/raftq/chaos"
 )
 
 // Measures are the figures of a run that the replication-mode matrix
@@ -37,7 +39,11 @@ import (
 //     one), -1 if any never recovered, 0 with none. A fault is
 //     overlapped when another began before its failover was over; the
 //     summaries (p50, p99, max) are over the faults that recovered and
-//     were not overlapped.
+//     were not overlapped. A membership fault measures no failover (it
+//     moves replicas, which clients should not notice) unless its
+//     start killed a node (kill-mid-move): its FailoverNs is 0,
+//     NoFailover is set and the summaries leave it out; it still
+//     counts as a fault window, and as overlapping others.
 //   - Throughput: ok sends per second over the time sends ran, and
 //     outside windows per second of that time not in any window.
 //     Latency: p50 and p99 (nearest rank) of ok sends invoked outside
@@ -105,7 +111,10 @@ func (r *Ratio) add(ok bool) {
 
 // FaultMeasure is one fault window's figures.
 type FaultMeasure struct {
-	Nemesis      string `json:"nemesis"`
+	Nemesis string `json:"nemesis"`
+	// Detail and StopDetail say what the fault's start and stop did.
+	Detail       string `json:"detail,omitempty"`
+	StopDetail   string `json:"stop_detail,omitempty"`
 	StartNs      int64  `json:"start_ns"`
 	EndNs        int64  `json:"end_ns"`
 	Availability Ratio  `json:"availability"`
@@ -118,14 +127,22 @@ type FaultMeasure struct {
 	// before its window's end when it never recovered): the time is then
 	// both faults', not this one's. Summaries leave such faults out.
 	Overlapped bool `json:"overlapped,omitempty"`
+	// NoFailover marks a fault that took no node down (a membership
+	// change that killed none): it has no failover time.
+	NoFailover bool `json:"no_failover,omitempty"`
 }
 
 // window is a fault's span in the history, in ns; effect is when its
-// start completed.
+// start completed. failover says whether the fault measures one.
 type window struct {
 	nemesis            string
 	start, effect, end int64
+	failover           bool
+	detail, stopDetail string
 }
+
+// membershipNemesis names the membership nemesis in histories.
+const membershipNemesis = string(chaos.KindMembership)
 
 // faultWindows lists the faults of h: each start's invocation to the
 // completion of the next stop of the same nemesis, or the history's end.
@@ -144,15 +161,17 @@ func faultWindows(h History) []window {
 		case op.F == FStart && op.Type == Invoke:
 			if _, running := open[op.Nemesis]; !running {
 				open[op.Nemesis] = len(out)
-				out = append(out, window{nemesis: op.Nemesis, start: op.Time, effect: op.Time, end: end})
+				out = append(out, window{nemesis: op.Nemesis, start: op.Time, effect: op.Time, end: end,
+					failover: op.Nemesis != membershipNemesis})
 			}
 		case op.F == FStart:
 			if i, ok := open[op.Nemesis]; ok {
-				out[i].effect = op.Time
+				out[i].effect, out[i].detail = op.Time, op.Detail
+				out[i].failover = out[i].failover || len(op.Nodes) > 0
 			}
 		case op.F == FStop && op.Type != Invoke:
 			if i, ok := open[op.Nemesis]; ok {
-				out[i].end = op.Time
+				out[i].end, out[i].stopDetail = op.Time, op.Detail
 				delete(open, op.Nemesis)
 			}
 		}
@@ -181,7 +200,7 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 	wins := faultWindows(a.h)
 	m.Faults = make([]FaultMeasure, len(wins))
 	for i, w := range wins {
-		m.Faults[i] = FaultMeasure{Nemesis: w.nemesis, StartNs: w.start, EndNs: w.end}
+		m.Faults[i] = FaultMeasure{Nemesis: w.nemesis, Detail: w.detail, StopDetail: w.stopDetail, StartNs: w.start, EndNs: w.end}
 	}
 	var outsideLat []int64
 	inFaults := map[string]*Ratio{}
@@ -270,8 +289,12 @@ func (m *Measures) failovers(a *analysis, wins []window) {
 	}
 	for i, w := range wins {
 		fm := &m.Faults[i]
-		fm.FailoverByPartition = map[string]int64{}
 		fm.FailoverNs = 0
+		if !w.failover {
+			fm.NoFailover = true
+			continue
+		}
+		fm.FailoverByPartition = map[string]int64{}
 		for _, tp := range parts {
 			d, tried := firstOKAfter(a, tp, w.start, w.effect)
 			if !tried {
@@ -311,6 +334,7 @@ func overlapped(wins []window, i int, failover int64) bool {
 func (m Measures) IsolatedFailovers() (ns []int64, overlapping int) {
 	for _, f := range m.Faults {
 		switch {
+		case f.NoFailover:
 		case f.Overlapped:
 			overlapping++
 		case f.FailoverNs >= 0:

@@ -256,3 +256,38 @@ func TestMeasures_WorstPartitionDuringFaults(t *testing.T) {
 		t.Errorf("availability during faults %+v, want 13 of 22", m.AvailabilityFaults)
 	}
 }
+
+// A membership fault measures a failover only when its start killed a
+// node; either way it is a fault window, and the report's detail is the
+// history's.
+func TestMeasures_MembershipFailoverOnlyWhenItKilled(t *testing.T) {
+	b := &hb{}
+	b.send(0, 0, "a", OK, 0)
+	mv := b.invoke(Op{Process: NemesisProcess, F: FStart, Nemesis: "membership"})
+	b.complete(mv, OK, func(op *Op) { op.Detail = "move t/0 [1,2,3]->[4,5,2]" })
+	b.send(0, 0, "b", OK, 1)
+	stop := b.invoke(Op{Process: NemesisProcess, F: FStop, Nemesis: "membership"})
+	b.complete(stop, OK, func(op *Op) { op.Detail = "t/0 on [4,5,2] after 1.2s" })
+	kill := b.invoke(Op{Process: NemesisProcess, F: FStart, Nemesis: "membership"})
+	b.complete(kill, OK, func(op *Op) { op.Nodes, op.Detail = []int{4}, "kill 4 (adding) mid-move of t/0" })
+	b.send(0, 0, "c", OK, 2)
+	b.nemesis(FStop, "membership")
+	b.final(4, 0, OK, 3, 0, "a", 1, "b", 2, "c")
+	m := check(t, b.h).Measures
+	if len(m.Faults) != 2 {
+		t.Fatalf("faults %+v", m.Faults)
+	}
+	moved, killed := m.Faults[0], m.Faults[1]
+	if !moved.NoFailover || moved.FailoverNs != 0 || moved.FailoverByPartition != nil || moved.Availability.Attempted != 1 {
+		t.Errorf("a move that killed nothing: %+v", moved)
+	}
+	if moved.Detail != "move t/0 [1,2,3]->[4,5,2]" || moved.StopDetail != "t/0 on [4,5,2] after 1.2s" {
+		t.Errorf("details %q / %q", moved.Detail, moved.StopDetail)
+	}
+	if killed.NoFailover || killed.FailoverNs <= 0 || killed.FailoverByPartition["t/0"] != killed.FailoverNs {
+		t.Errorf("a kill mid-move: %+v", killed)
+	}
+	if fo, _ := m.IsolatedFailovers(); len(fo) != 1 || fo[0] != killed.FailoverNs {
+		t.Errorf("isolated failovers %v, want the kill's alone", fo)
+	}
+}

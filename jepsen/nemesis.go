@@ -1,6 +1,7 @@
 package jepsen
 
 import (
+	"slices"
 	"time"
 
 	"github.com/raftq/raftq/chaos"
@@ -8,10 +9,11 @@ import (
 
 // nemesisObserver records a chaos.Executor's fault steps in the history
 // on NemesisProcess: an invoke when a start or stop begins, named by the
-// fault's kind, and its completion when it is done: ok, or info when it
-// failed (the fault may be half applied). The final heal undoes no one
-// fault and is left out of the history. Every step, the final heal too,
-// then goes to onFault when set.
+// fault's kind, and its completion when it is done, with the nodes the
+// step acted on and its detail: ok, or info when it failed (the fault
+// may be half applied). The final heal undoes no one fault and is left
+// out of the history. Every step, the final heal too, then goes to
+// onFault when set.
 func nemesisObserver(rec *Recorder, onFault func(chaos.Event)) chaos.Observer {
 	var inv Op // the step in progress: an executor takes one at a time
 	return chaos.Observer{
@@ -23,6 +25,7 @@ func nemesisObserver(rec *Recorder, onFault func(chaos.Event)) chaos.Observer {
 		End: func(ev chaos.Event) {
 			if _, ok := nemesisF(ev.Phase); ok {
 				c := inv.Completion(OK)
+				c.Nodes, c.Detail = slices.Clone(ev.Nodes), ev.Detail
 				if ev.Err != "" {
 					c.Type, c.Error = Info, ev.Err
 				}
@@ -57,9 +60,12 @@ type FaultEvent struct {
 	At     time.Duration `json:"at_ns"` // since the history began
 	Took   time.Duration `json:"took_ns"`
 	Err    string        `json:"error,omitempty"`
+	// Membership, on the membership nemesis' final-heal event, counts
+	// what it did in the run.
+	Membership *chaos.MemberStats `json:"membership,omitempty"`
 }
 
 func faultEvent(ev chaos.Event) FaultEvent {
 	return FaultEvent{Kind: ev.Kind, Phase: ev.Phase, Fault: ev.Fault, Nodes: ev.Nodes, Detail: ev.Detail,
-		At: ev.Offset, Took: ev.End.Sub(ev.Begin), Err: ev.Err}
+		At: ev.Offset, Took: ev.End.Sub(ev.Begin), Err: ev.Err, Membership: ev.Stats}
 }

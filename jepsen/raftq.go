@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -126,6 +127,8 @@ type RaftqOutcome struct {
 	Crashes []chaos.Exit `json:"crashes"`
 	// Schedule is the planned faults.
 	Schedule chaos.Schedule `json:"schedule"`
+	// Membership counts what the membership nemesis did, when it ran.
+	Membership *chaos.MemberStats `json:"membership,omitempty"`
 	// Setup is what the run ran against (also in results.json).
 	Setup Setup `json:"setup"`
 }
@@ -157,11 +160,9 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 		}
 		out.Schedule = s
 	} else if len(cfg.Schedule.Kinds) > 0 {
-		sc := cfg.Schedule
-		sc.Duration, sc.Nodes = cfg.Run.Workload.Duration, nodeIDs(cfg.Nodes)
-		s, err := chaos.Plan(sc)
+		s, err := cfg.Plan()
 		if err != nil {
-			return nil, fmt.Errorf("plan faults: %w", err)
+			return nil, err
 		}
 		out.Schedule = s
 	}
@@ -181,6 +182,29 @@ func RunRaftq(ctx context.Context, cfg RaftqConfig) (*RaftqOutcome, error) {
 		}
 	}
 	return out, runErr
+}
+
+// Plan draws the random schedule of the run: cfg.Schedule over the
+// workload's duration and the nodes, the membership nemesis moving the
+// test topic's partitions at its replication factor and never below
+// min.insync.replicas in ISR mode.
+func (c RaftqConfig) Plan() (chaos.Schedule, error) {
+	sc := c.Schedule
+	w := c.Run.Workload
+	sc.Duration, sc.Nodes = w.Duration, nodeIDs(c.Nodes)
+	sc.Membership.ReplicationFactor, sc.Membership.MinReplicas = int(w.ReplicationFactor), 1
+	if topicSetting(w.TopicConfigs, "replication.mode", defaultMode) == "isr" {
+		n, err := strconv.Atoi(topicSetting(w.TopicConfigs, "min.insync.replicas", defaultMinInsync))
+		if err != nil {
+			return chaos.Schedule{}, fmt.Errorf("min.insync.replicas %q: %w", w.TopicConfigs["min.insync.replicas"], ErrBadConfig)
+		}
+		sc.Membership.MinReplicas = n
+	}
+	s, err := chaos.Plan(sc)
+	if err != nil {
+		return chaos.Schedule{}, fmt.Errorf("plan faults: %w", err)
+	}
+	return s, nil
 }
 
 // lazyFS reports whether the data dirs go on lazyfs: when asked, or when
@@ -262,6 +286,14 @@ func runOnCluster(ctx context.Context, cfg RaftqConfig, c *chaos.Cluster, out *R
 	w.ClientOpts = append(slices.Clone(w.ClientOpts), kgo.Dialer(c.DialContext), kgo.MetadataMinAge(metadataMinAge))
 	flog := log.With("component", "nemesis")
 	rc.Faults, rc.Schedule = c, out.Schedule
+	if hasMembership(out.Schedule) {
+		env, err := newMembersEnv(c, w.Topic)
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		rc.Faults = env
+	}
 	rc.Setup = &out.Setup
 	rc.OnFault = func(ev chaos.Event) {
 		fe := faultEvent(ev)
@@ -271,11 +303,18 @@ func runOnCluster(ctx context.Context, cfg RaftqConfig, c *chaos.Cluster, out *R
 			flog.Info("nemesis", "kind", fe.Kind, "phase", fe.Phase, "detail", fe.Detail, "took", fe.Took)
 		}
 		out.Faults = append(out.Faults, fe) // read only after Run returns
+		if fe.Membership != nil {
+			out.Membership = fe.Membership
+		}
 	}
 	rc.Recover = func(ctx context.Context) error { return recoverCluster(ctx, c, cfg) }
 	res, err := Run(ctx, rc)
 	out.Results = res
 	return err
+}
+
+func hasMembership(s chaos.Schedule) bool {
+	return slices.ContainsFunc(s.Faults, func(f chaos.Fault) bool { return f.Kind == chaos.KindMembership })
 }
 
 // recoverCluster runs after the nemesis' final heal: it waits until

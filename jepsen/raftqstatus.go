@@ -73,25 +73,10 @@ var errNoLeader = errors.New("jepsen: no node leads the partition")
 // partitionLeader returns the node that leads topic/p in the highest
 // term any running, unpaused node reports.
 func partitionLeader(ctx context.Context, c *chaos.Cluster, topic string, p int32) (int, error) {
-	best, bestTerm := 0, uint64(0)
-	for _, id := range c.NodeIDs() {
-		if !c.Running(id) || c.Paused(id) {
-			continue
-		}
-		s, err := fetchStatus(ctx, c, id)
-		if err != nil {
-			continue
-		}
-		for _, ps := range s.Partitions {
-			if ps.Topic == topic && ps.Partition == p && ps.Role == "leader" && ps.Term >= bestTerm {
-				best, bestTerm = id, ps.Term
-			}
-		}
+	if id := partitionLeaders(ctx, c, topic)[p]; id != 0 {
+		return id, nil
 	}
-	if best == 0 {
-		return 0, fmt.Errorf("%w: %s/%d", errNoLeader, topic, p)
-	}
-	return best, nil
+	return 0, fmt.Errorf("%w: %s/%d", errNoLeader, topic, p)
 }
 
 // leaderFunc is the cluster's chaos.LeaderFunc: each call names the

@@ -188,8 +188,8 @@ pre{background:#f6f8fa;padding:.5em;overflow-x:auto}img{max-width:100%}
 <p>{{.Res.Measures}}</p>
 {{if .Res.Setup}}<p>setup: {{.Res.Setup}}</p>{{end}}
 {{if .Res.Measures.Faults}}<h2>Faults</h2>
-<table><tr><th>nemesis</th><th>from (s)</th><th>to (s)</th><th>availability</th><th>failover (s)</th></tr>
-{{range .Res.Measures.Faults}}<tr><td>{{.Nemesis}}</td><td>{{secs (divf .StartNs)}}</td><td>{{secs (divf .EndNs)}}</td><td>{{printf "%.3f" .Availability.Value}} ({{.Availability.OK}}/{{.Availability.Attempted}})</td><td>{{if lt .FailoverNs 0}}never{{else}}{{printf "%.3f" (divf .FailoverNs)}}{{end}}{{if .Overlapped}} (overlapped){{end}}</td></tr>
+<table><tr><th>nemesis</th><th>from (s)</th><th>to (s)</th><th>availability</th><th>failover (s)</th><th>what it did</th></tr>
+{{range .Res.Measures.Faults}}<tr><td>{{.Nemesis}}</td><td>{{secs (divf .StartNs)}}</td><td>{{secs (divf .EndNs)}}</td><td>{{printf "%.3f" .Availability.Value}} ({{.Availability.OK}}/{{.Availability.Attempted}})</td><td>{{if .NoFailover}}-{{else if lt .FailoverNs 0}}never{{else}}{{printf "%.3f" (divf .FailoverNs)}}{{end}}{{if .Overlapped}} (overlapped){{end}}</td><td>{{.Detail}}{{if .StopDetail}}<br>stop: {{.StopDetail}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 <h2>Plots</h2>
 {{range .Plots}}<p><img src="{{.}}" alt="{{.}}"></p>

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/raftq/raftq/chaos"
@@ -21,8 +22,9 @@ type Config struct {
 	// ReportDir receives history.jsonl (streamed while the run goes),
 	// results.json, the plots and index.html. It is created if missing.
 	ReportDir string
-	// Faults is what the nemesis acts on (a chaos.Cluster); nil means a
-	// run without faults. Run plays Schedule on it with a chaos.Executor
+	// Faults is what the nemesis acts on (a chaos.Cluster; a
+	// chaos.MembershipEnv for membership faults); nil means a run
+	// without faults. Run plays Schedule on it with a chaos.Executor
 	// while the workload runs, its offsets counted from the history's
 	// time 0, and heals it after.
 	Faults   chaos.Env
@@ -57,6 +59,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.Schedule.Faults) > 0 && c.Faults == nil {
 		return fmt.Errorf("a schedule without a nemesis: %w", ErrBadConfig)
+	}
+	if _, ok := c.Faults.(chaos.MembershipEnv); !ok && slices.ContainsFunc(c.Schedule.Faults, func(f chaos.Fault) bool { return f.Kind == chaos.KindMembership }) {
+		return fmt.Errorf("membership faults on a nemesis without an admin API: %w", ErrBadConfig)
 	}
 	if err := c.Schedule.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadConfig, err)

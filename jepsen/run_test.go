@@ -304,3 +304,25 @@ func TestNemesisObserver_RecordsFaultStepsButNotTheFinalHeal(t *testing.T) {
 		t.Errorf("onFault got %+v, want 4 steps and the final heal", seen)
 	}
 }
+
+func TestRun_MembershipNeedsAnAdmin(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Faults = &funcEnv{}
+	cfg.Schedule = chaos.Schedule{Faults: []chaos.Fault{{ID: 0, Kind: chaos.KindMembership, Start: time.Second, Stop: 2 * time.Second, Action: chaos.ActionMove}}}
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "admin") {
+		t.Fatalf("membership on a plain env: %v", err)
+	}
+}
+
+func TestNemesisObserver_CompletionCarriesNodesAndDetail(t *testing.T) {
+	rec := NewRecorder(nil)
+	obs := nemesisObserver(rec, nil)
+	ev := chaos.Event{Fault: 0, Kind: chaos.KindMembership, Phase: chaos.PhaseStart}
+	obs.Begin(ev)
+	ev.Nodes, ev.Detail = []int{4}, "kill 4 (leader) mid-move of t/1 [4,2,3]->[1,2,5]"
+	obs.End(ev)
+	h := rec.History()
+	if len(h) != 2 || h[0].Detail != "" || h[0].Nodes != nil || h[1].Detail != ev.Detail || !slices.Equal(h[1].Nodes, []int{4}) {
+		t.Errorf("history %+v", h)
+	}
+}

@@ -40,7 +40,10 @@ type Setup struct {
 	// PowerTargets are the lose-unfsynced targets a random schedule drew
 	// from.
 	PowerTargets []string `json:"power_targets,omitempty"`
-	Seed         uint64   `json:"seed"`
+	// MembershipActions are the membership actions a random schedule
+	// drew from.
+	MembershipActions []string `json:"membership_actions,omitempty"`
+	Seed              uint64   `json:"seed"`
 	// Duration is how long the workload ran.
 	Duration time.Duration `json:"duration_ns"`
 	// LazyFS names the power-loss model: "off" (no lazyfs), "worst-case"
@@ -127,6 +130,7 @@ func (s Setup) Map() map[string]string {
 		"lazyfs":               s.LazyFS,
 		"server.args":          strings.Join(s.ServerArgs, " "),
 		"lose-unfsynced.nodes": strings.Join(s.PowerTargets, ","),
+		"membership.actions":   strings.Join(s.MembershipActions, ","),
 	}
 	for k, v := range s.TopicConfigs {
 		m["topic."+k] = v
@@ -193,6 +197,11 @@ func (c RaftqConfig) setup() Setup {
 		}
 		if len(s.PowerTargets) == 0 {
 			s.PowerTargets = []string{string(chaos.TargetAll)}
+		}
+	}
+	if c.Script == nil && slices.Contains(c.Schedule.Kinds, chaos.KindMembership) {
+		for _, a := range c.Schedule.Membership.Actions {
+			s.MembershipActions = append(s.MembershipActions, string(a))
 		}
 	}
 	return s

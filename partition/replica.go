@@ -157,6 +157,10 @@ func (r *Replica) Epochs() []EpochStart {
 }
 
 // Apply applies one committed entry.
+// SkipEntry counts entry index, which the raft group applied itself (a
+// configuration change), as applied (raftgroup.ConfIndexer).
+func (r *Replica) SkipEntry(index uint64) { r.applied = max(r.applied, index) }
+
 func (r *Replica) Apply(e raftgroup.Entry) (any, error) {
 	res, err := r.apply(e)
 	if err != nil {

@@ -332,3 +332,83 @@ func TestHost_MetricsKeepRemovedGroups(t *testing.T) {
 			before.EntriesApplied, after.EntriesApplied, before.Readys, after.Readys, before.Syncs, after.Syncs)
 	}
 }
+
+// A learner added to a group whose log was compacted catches up from one
+// snapshot: raft must not send it the snapshot from before it was added,
+// whose configuration lacks it and which it would refuse after the whole
+// body had streamed (snapshotGate).
+func TestCluster_NewLearnerGetsOneSnapshot(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, func(cfg *Config) {
+		cfg.SnapshotEntries = 20
+		cfg.SnapshotCatchUpEntries = 5
+	})
+	l := c.leader(1)
+	want := seq("a", 0, 100)
+	for _, d := range want {
+		c.propose(l, d)
+	}
+	eventually(t, "the leader to compact", func() bool {
+		first, _ := l.mem.FirstIndex()
+		return first > 20
+	})
+	c.start(4)
+	c.createGroup(4, 1, GroupConfig{ID: 1, Join: true})
+	before := c.leader(1).host.Metrics().SnapshotsSent
+	c.confChange(confChange(change(raftpb.ConfChangeAddLearnerNode, 4)))
+	c.converged(1, want, 4)
+	if sent := c.leader(1).host.Metrics().SnapshotsSent - before; sent != 1 {
+		t.Fatalf("the leader sent %d snapshots to the new learner, want 1", sent)
+	}
+	sm := c.sm(4, 1)
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	if sm.restores != 1 {
+		t.Fatalf("the learner restored %d snapshots, want 1", sm.restores)
+	}
+}
+
+// The snapshot a group takes right after a change that adds a member is
+// at the change's index, which the state machine never applied: a
+// ConfIndexer counts it, so that its durable Applied() is not behind the
+// snapshot at the next start (which would look like a snapshot received
+// and never restored: a partition then refuses to open).
+func TestCluster_SnapshotAtConfChangeCountsAsApplied(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, nil)
+	l := c.leader(1)
+	c.propose(l, "a")
+	c.start(4)
+	c.createGroup(4, 1, GroupConfig{ID: 1, Join: true})
+	c.confChange(confChange(change(raftpb.ConfChangeAddLearnerNode, 4)))
+	last := l.lastIndex()
+	var snapAt uint64
+	eventually(t, "a snapshot at the change", func() bool {
+		snap, err := l.mem.Snapshot()
+		snapAt = snap.GetMetadata().GetIndex()
+		return err == nil && snapAt >= last
+	})
+	if got := c.sm(l.node, 1).Applied(); got < snapAt {
+		t.Fatalf("state machine applied %d, behind the snapshot at %d taken at the conf change", got, snapAt)
+	}
+}
+
+// A leader elected after the old one died must not count the dead node
+// caught up: a reassignment hands leadership to a target voter only once
+// it is caught up (coordinator.moveStateOf: MemberProgress lag < 1 s),
+// and a transfer to a dead voter makes raft drop every proposal until
+// the transfer times out.
+func TestGroup_NewLeaderDoesNotCountTheDeadOldLeaderCaughtUp(t *testing.T) {
+	c := newCluster(t, 3, []uint64{1}, nil)
+	old := c.leader(1)
+	c.propose(old, "a")
+	dead := old.node
+	c.stop(dead)
+	lead := c.leader(1)
+	p, last, ok := lead.MemberProgress(dead)
+	if !ok {
+		t.Fatalf("no progress of %d", dead)
+	}
+	if lag := p.Lag(time.Now(), last); lag < time.Second {
+		t.Errorf("new leader %d counts the dead old leader %d caught up (match %d of %d, lag %s)",
+			lead.node, dead, p.Match, last, lag)
+	}
+}

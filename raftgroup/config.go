@@ -68,6 +68,12 @@ type Config struct {
 	// behind a snapshot for slow followers.
 	SnapshotEntries        uint64
 	SnapshotCatchUpEntries uint64
+	// LearnerSnapshotBytesPerSec bounds, over all groups of the host,
+	// how fast snapshot bodies stream to learners: the catch-up of a
+	// reassignment's new replicas (Kafka's replication throttle for
+	// moving replicas). Zero is unbounded. Voters' snapshots are never
+	// slowed: a voter behind may be needed for a quorum.
+	LearnerSnapshotBytesPerSec float64
 	// SnapshotBytes also triggers a snapshot once this many bytes of
 	// entries were applied since the last, and SnapshotCatchUpBytes bounds
 	// the bytes kept behind it, so that groups of large entries (Kafka

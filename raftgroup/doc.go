@@ -14,6 +14,7 @@
 //	(*Group).TransferLeadership(ctx, to) / ReadIndex(ctx) / Campaign()
 //	(*Group).Status() / WaitStatus(ctx, cond)
 //	(*Group).Progress()                     a leader's voters: match index, last caught up (progress.go)
+//	(*Group).Members(ctx)                   a leader's members, learners too: match index (members.go)
 //	(*Proposal).Appended() / Done() / WaitAppended(ctx) / Wait(ctx)
 //	OpenDiskStorage(...) *DiskStorage; SetWALSegmentSize(bytes)
 //

@@ -227,6 +227,13 @@ func (s *kvSM) Apply(e Entry) (any, error) {
 	return fmt.Sprintf("ok:%d", e.Index), nil
 }
 
+// SkipEntry makes kvSM a ConfIndexer, as partition.Replica is.
+func (s *kvSM) SkipEntry(index uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied, s.lastSub = max(s.applied, index), 0
+}
+
 func (s *kvSM) Snapshot() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

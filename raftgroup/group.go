@@ -33,8 +33,11 @@ type Group struct {
 	confState *raftpb.ConfState
 	conf      confView
 	applied   uint64 // last entry applied, conf changes included
-	smApplied uint64 // the state machine held entries up to here at open
-	snapIndex uint64 // last snapshot index
+	// memberAddedAt is the index of the latest applied conf change that
+	// added a member (snapshotGate).
+	memberAddedAt uint64
+	smApplied     uint64 // the state machine held entries up to here at open
+	snapIndex     uint64 // last snapshot index
 	// bytesSinceSnap counts entry bytes applied since the last snapshot.
 	bytesSinceSnap uint64
 	snapping       *snapJob // a snapshot being written in the background
@@ -184,7 +187,7 @@ func (g *Group) openRaft(gc GroupConfig, s State) error {
 		ID:                        g.node,
 		ElectionTick:              g.cfg.ElectionTicks,
 		HeartbeatTick:             g.cfg.HeartbeatTicks,
-		Storage:                   g.mem,
+		Storage:                   snapshotGate{g.mem, g},
 		Applied:                   g.snapIndex,
 		MaxSizePerMsg:             g.cfg.MaxSizePerMsg,
 		MaxCommittedSizePerReady:  g.cfg.MaxCommittedSizePerReady,

@@ -110,8 +110,17 @@ func (g *Group) applyConfChange(e *raftpb.Entry) bool {
 		}
 		cc, ctx = &c, c.GetContext()
 	}
+	before := g.conf
 	cs := g.raw.ApplyConfChange(cc)
 	g.setConf(cs)
+	if ci, ok := g.sm.(ConfIndexer); ok && e.GetIndex() > g.smApplied {
+		ci.SkipEntry(e.GetIndex())
+	}
+	// raft.Bootstrap writes a new group's first members at term 1;
+	// only a change proposed since needs a fresh snapshot.
+	if e.GetTerm() > 1 && addsMember(before, g.conf) {
+		g.memberAddedAt = e.GetIndex()
+	}
 	g.log.Info("configuration changed", "index", e.GetIndex(), "conf", raft.DescribeConfState(cs))
 	o, _, err := unframe(ctx)
 	if err != nil {

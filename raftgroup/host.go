@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/storage/wal"
+	"golang.org/x/time/rate"
 
 	"github.com/raftq/raftq/internal/logging"
 )
@@ -26,6 +27,9 @@ type Host struct {
 	cfg       Config
 	log       *slog.Logger
 	transport Transport
+	// learnerSnaps paces snapshot bodies sent to learners (nil: no
+	// bound; Config.LearnerSnapshotBytesPerSec).
+	learnerSnaps *rate.Limiter
 
 	mu     sync.Mutex // guards groups and closed (lock order: DESIGN.md)
 	groups map[uint64]*Group
@@ -77,6 +81,9 @@ func NewHost(cfg Config) (*Host, error) {
 		stopc:     make(chan struct{}),
 	}
 	h.list.Store(&[]*Group{})
+	if r := cfg.LearnerSnapshotBytesPerSec; r > 0 {
+		h.learnerSnaps = rate.NewLimiter(rate.Limit(r), throttleBurst(r))
+	}
 	if err := h.openNodeLog(); err != nil {
 		return nil, err
 	}

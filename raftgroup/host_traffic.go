@@ -123,6 +123,9 @@ func (h *Host) sendSnapshot(g *Group, m *raftpb.Message) {
 		g.reportSnapshot(to, fmt.Errorf("snapshot body: %w", err))
 		return
 	}
+	if h.learnerSnaps != nil && slices.Contains(g.Status().Learners, to) {
+		body = &throttledBody{ReadCloser: body, lim: h.learnerSnaps}
+	}
 	h.transport.SendSnapshot(to, Envelope{Group: g.id, Msg: m}, body, func(err error) {
 		g.reportSnapshot(to, err)
 	})

@@ -41,9 +41,21 @@ func (v VoterProgress) Lag(now time.Time, leaderLast uint64) time.Duration {
 type progressView struct {
 	term     uint64
 	voters   []uint64 // sorted; fixed for the view's life
+	learners []uint64 // sorted; fixed for the view's life
 	last     atomic.Uint64
-	match    []atomic.Uint64
-	caughtUp []atomic.Int64 // unix nanoseconds
+	match    []atomic.Uint64 // voters, then learners
+	caughtUp []atomic.Int64  // unix nanoseconds; voters, then learners
+}
+
+// index is id's position in the view's slices, or -1.
+func (pv *progressView) index(id uint64) int {
+	if i := slices.Index(pv.voters, id); i >= 0 {
+		return i
+	}
+	if i := slices.Index(pv.learners, id); i >= 0 {
+		return len(pv.voters) + i
+	}
+	return -1
 }
 
 // progressTarget is, per voter, the leader's last index at the step the
@@ -70,6 +82,32 @@ func (g *Group) Progress() (voters []VoterProgress, last uint64, ok bool) {
 	return voters, pv.last.Load(), true
 }
 
+// MemberProgress returns member id's progress (a voter's or a
+// learner's) and the leader's last index, if this replica leads and id
+// is a member. A learner added under this leader is caught up only once
+// it has held the leader's whole log: unlike a voter, it is never
+// assumed so when the view starts; nor is a voter this leader has not
+// heard from. A reassignment promotes a learner, or hands leadership to
+// a voter, only once it is caught up.
+func (g *Group) MemberProgress(id uint64) (p VoterProgress, last uint64, ok bool) {
+	pv := g.progress.Load()
+	if pv == nil {
+		return VoterProgress{}, 0, false
+	}
+	i := pv.index(id)
+	if i < 0 {
+		return VoterProgress{}, 0, false
+	}
+	p = VoterProgress{ID: id, Match: pv.match[i].Load(), CaughtUp: time.Unix(0, pv.caughtUp[i].Load())}
+	if p.Match == 0 {
+		// Not heard from under this leader: unlike Progress, which takes
+		// every voter caught up as a new leader starts (Kafka's view), a
+		// member may be dead, and a move must not hand it leadership.
+		p.CaughtUp = time.Time{}
+	}
+	return p, pv.last.Load(), true
+}
+
 // trackProgress updates the published progress from raft's tracker after
 // a step; it runs on the owner, from publishStatus.
 func (g *Group) trackProgress(bs *raft.BasicStatus, last uint64) {
@@ -80,15 +118,16 @@ func (g *Group) trackProgress(bs *raft.BasicStatus, last uint64) {
 		return
 	}
 	pv := g.progress.Load()
-	if term := bs.HardState.GetTerm(); pv == nil || pv.term != term || !slices.Equal(pv.voters, g.conf.Voters) {
-		pv = g.newProgressView(term, last)
+	if term := bs.HardState.GetTerm(); pv == nil || pv.term != term || !slices.Equal(pv.voters, g.conf.Voters) ||
+		!slices.Equal(pv.learners, g.conf.Learners) {
+		pv = g.newProgressView(term, last, pv)
 	}
 	pv.last.Store(last)
 	var now int64
 	g.raw.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-		i := slices.Index(pv.voters, id)
+		i := pv.index(id)
 		if i < 0 {
-			return // a learner
+			return // an outgoing voter or next learner of a joint configuration
 		}
 		pv.match[i].Store(pr.Match)
 		t := &g.progressTargets[i]
@@ -107,18 +146,33 @@ func (g *Group) trackProgress(bs *raft.BasicStatus, last uint64) {
 	})
 }
 
-// newProgressView publishes a fresh view for a new term or voter set,
-// with every voter caught up now.
-func (g *Group) newProgressView(term, last uint64) *progressView {
+// newProgressView publishes a fresh view for a new term, voter set or
+// learner set, with every voter caught up now, and every learner as of
+// the old view of the same term (prev), else never.
+func (g *Group) newProgressView(term, last uint64, prev *progressView) *progressView {
 	now := time.Now().UnixNano()
-	voters := slices.Clone(g.conf.Voters)
-	pv := &progressView{term: term, voters: voters,
-		match: make([]atomic.Uint64, len(voters)), caughtUp: make([]atomic.Int64, len(voters))}
-	g.progressTargets = make([]progressTarget, len(voters))
+	voters, learners := slices.Clone(g.conf.Voters), slices.Clone(g.conf.Learners)
+	n := len(voters) + len(learners)
+	pv := &progressView{term: term, voters: voters, learners: learners,
+		match: make([]atomic.Uint64, n), caughtUp: make([]atomic.Int64, n)}
+	targets := make([]progressTarget, n)
 	for i := range voters {
 		pv.caughtUp[i].Store(now)
-		g.progressTargets[i] = progressTarget{index: last, at: now}
+		targets[i] = progressTarget{index: last, at: now}
 	}
+	for j, id := range learners {
+		i := len(voters) + j
+		targets[i] = progressTarget{index: last, at: now}
+		if prev == nil || prev.term != term {
+			continue
+		}
+		if k := prev.index(id); k >= 0 {
+			pv.match[i].Store(prev.match[k].Load())
+			pv.caughtUp[i].Store(prev.caughtUp[k].Load())
+			targets[i] = g.progressTargets[k]
+		}
+	}
+	g.progressTargets = targets
 	g.progress.Store(pv)
 	return pv
 }

@@ -36,12 +36,57 @@ type snapJob struct {
 // catch-up entries for slow followers) and the release of old WAL
 // segments happen on another goroutine, or inline in manual mode so that
 // the simulator stays deterministic.
+//
+// A snapshot older than the latest change that added a member is stale
+// too (snapshotGate): raft would send it to the new member, which must
+// refuse a snapshot whose configuration lacks it.
 func (g *Group) maybeSnapshot() {
 	entries := g.applied - g.snapIndex
-	if g.snapping != nil || entries < g.cfg.SnapshotEntries && g.bytesSinceSnap < g.cfg.SnapshotBytes {
+	stale := g.snapIndex < g.memberAddedAt && g.applied >= g.memberAddedAt
+	if g.snapping != nil || !stale && entries < g.cfg.SnapshotEntries && g.bytesSinceSnap < g.cfg.SnapshotBytes {
 		return
 	}
 	g.takeSnapshot(entries)
+}
+
+// snapshotGate is raft's storage: the group's MemoryStorage, whose
+// snapshot raft may send only if it postdates the latest change that
+// added a member. An older one's configuration lacks the new member,
+// which would refuse it ("not in the ConfState") after the whole body
+// had streamed, again at every retry until a newer snapshot came along:
+// gigabytes for a large partition's new replica. Until maybeSnapshot's
+// fresh one is durable, raft hears it is temporarily unavailable and
+// tries again later, as etcd's server makes a fresh snapshot for each
+// one it sends.
+type snapshotGate struct {
+	*raft.MemoryStorage
+	g *Group
+}
+
+func (s snapshotGate) Snapshot() (*raftpb.Snapshot, error) {
+	snap, err := s.MemoryStorage.Snapshot()
+	if err == nil && snap.GetMetadata().GetIndex() < s.g.memberAddedAt {
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	return snap, err
+}
+
+// addsMember reports whether configuration b holds a member a lacked.
+func addsMember(a, b confView) bool {
+	was := map[uint64]bool{}
+	for _, ids := range [][]uint64{a.Voters, a.VotersOutgoing, a.Learners, a.LearnersNext} {
+		for _, id := range ids {
+			was[id] = true
+		}
+	}
+	for _, ids := range [][]uint64{b.Voters, b.VotersOutgoing, b.Learners, b.LearnersNext} {
+		for _, id := range ids {
+			if !was[id] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // snapshotNow snapshots whatever was applied since the last snapshot,

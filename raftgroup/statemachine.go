@@ -54,3 +54,14 @@ type StateMachine interface {
 	// Restore replaces the state with snap (and any data staged for it).
 	Restore(snap *raftpb.Snapshot) error
 }
+
+// ConfIndexer is a StateMachine whose Applied() survives restarts (a
+// durable checkpoint) and so must count the entries the group applies
+// itself: configuration changes. The group calls SkipEntry with each
+// one's index after applying it, so that a snapshot taken just after a
+// change (at its index; a new member needs one that names it) does not
+// find the state machine behind it at the next start, which would take
+// it for a snapshot received and not yet restored.
+type ConfIndexer interface {
+	SkipEntry(index uint64)
+}

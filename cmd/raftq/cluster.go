@@ -15,21 +15,23 @@ import (
 	"github.com/raftq/raftq/broker"
 )
 
-// runCluster prints, from every node's /v1/status, the nodes and per
-// partition the leader, its term, the high watermark and each replica's
-// lag behind it.
+// runCluster prints, from every node's /v1/status, the nodes, what each
+// leads and whether it is in maintenance, and per partition the leader,
+// its term, the high watermark and each replica's lag behind it; or,
+// as cluster maintenance, turns a node's maintenance mode on or off
+// (cluster_maintenance.go).
 func runCluster(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 && isHelp(args[0]) {
-		fmt.Fprintln(e.stderr, "subcommands: status (it takes --help)")
-		return nil
-	}
-	if len(args) == 0 || args[0] != "status" {
-		return usageError{errors.New("want: cluster status")}
-	}
+	return runSubcommand(ctx, e, args, []subcommand{
+		{"status", clusterStatus}, {"decommission", clusterDecommission}, {"recommission", clusterRecommission}, {"remove", clusterRemove},
+		{"maintenance", clusterMaintenance},
+	})
+}
+
+func clusterStatus(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "cluster status", "")
 	admin := fs.String("admin", e.flagDefault(envAdmin, "127.0.0.1:9644"), "admin HTTP address of any node, which lists the others; $"+envAdmin+" sets the default")
 	asJSON := fs.Bool("json", false, "print every node's status document")
-	if err := parse(fs, args[1:]); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	seed, err := fetchStatus(ctx, *admin)
@@ -43,6 +45,7 @@ func runCluster(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(statuses)
 	}
 	printNodes(e, seed, statuses)
+	printMaintenance(e, seed, statuses)
 	printPartitions(e, statuses)
 	printOffline(e, statuses)
 	return nil
@@ -73,33 +76,47 @@ func printOffline(e *env, statuses map[uint64]*broker.Status) {
 
 func fetchStatus(ctx context.Context, addr string) (broker.Status, error) {
 	var s broker.Status
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, statusURL(addr), nil)
-	if err != nil {
-		return s, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if errors.Is(err, io.EOF) {
-		return s, fmt.Errorf("%w (is %s a node's admin HTTP address? A Kafka port hangs up on HTTP)", err, addr)
-	}
-	if err != nil {
-		return s, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return s, fmt.Errorf("%s: %s", addr, resp.Status)
-	}
-	return s, json.NewDecoder(resp.Body).Decode(&s)
+	return s, adminDo(ctx, addr, http.MethodGet, "/v1/status", 3*time.Second, &s)
 }
 
 // statusURL is the status document of the node at addr, a host:port or
 // a URL of the admin listener.
-func statusURL(addr string) string {
+func statusURL(addr string) string { return adminURL(addr, "/v1/status") }
+
+// adminURL is path on the admin listener at addr, a host:port or a URL.
+func adminURL(addr, path string) string {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
-	return strings.TrimSuffix(addr, "/") + "/v1/status"
+	return strings.TrimSuffix(addr, "/") + path
+}
+
+// adminDo sends method to path on the admin listener at addr, within
+// timeout, and decodes a 200's JSON answer into out; any other answer
+// is an error, with the {"error": ...} the admin API sends if any.
+func adminDo(ctx context.Context, addr, method, path string, timeout time.Duration, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, adminURL(addr, path), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w (is %s a node's admin HTTP address? A Kafka port hangs up on HTTP)", err, addr)
+	}
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
+			return errors.New(e.Error)
+		}
+		return fmt.Errorf("%s: %s", addr, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 func collectStatuses(ctx context.Context, seed broker.Status) map[uint64]*broker.Status {
@@ -113,7 +130,8 @@ func collectStatuses(ctx context.Context, seed broker.Status) map[uint64]*broker
 }
 
 func printNodes(e *env, seed broker.Status, statuses map[uint64]*broker.Status) {
-	fmt.Fprintf(e.stdout, "cluster %s  metadata leader %d (term %d)\n\n", seed.ClusterID, seed.Metadata.Leader, seed.Metadata.Term)
+	fmt.Fprintf(e.stdout, "cluster %s  metadata leader %d (term %d)\n", seed.ClusterID, seed.Metadata.Leader, seed.Metadata.Term)
+	fmt.Fprintf(e.stdout, "%s\n\n", metadataMembers(seed)) // cluster_voters.go
 	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tKAFKA\tADMIN\tALIVE\tREACHABLE\tFSYNC\tWAL\tREPLICAS")
 	for _, b := range seed.Brokers {

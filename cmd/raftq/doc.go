@@ -2,6 +2,7 @@
 //
 //	raftq dev                      a 3-node cluster on loopback
 //	raftq server --node-id 1 ...   one node
+//	raftq server --seeds H:P ...   one node joining a running cluster (seeds: peer addresses)
 //	raftq topic create|list|describe|delete
 //	raftq produce TOPIC            stdin lines, or generated load with --rate
 //	raftq consume TOPIC            from the beginning, an offset or the end

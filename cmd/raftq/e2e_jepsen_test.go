@@ -32,8 +32,9 @@ type jepsenRun struct {
 	dir     string
 	results jepsen.Results
 	outcome struct {
-		Faults  []jepsen.FaultEvent `json:"faults"`
-		Crashes []chaos.Exit        `json:"crashes"`
+		Faults     []jepsen.FaultEvent `json:"faults"`
+		Crashes    []chaos.Exit        `json:"crashes"`
+		Membership *chaos.MemberStats  `json:"membership"`
 	}
 }
 
@@ -260,6 +261,53 @@ func TestE2E_JepsenPowerLossOfTheLeader(t *testing.T) {
 	r.requireMeasures(t)
 }
 
+// TestE2E_JepsenMembership runs the membership nemesis alone on five
+// raft-mode nodes for 40 s: partitions of the test topic move to other
+// replicas (now and then another number of them), reorders move the
+// preferred leader, moves are cancelled, nodes killed mid-move and a
+// node decommissioned and recommissioned, under acks=all load. Every
+// checker must pass, moves must complete, the nemesis log must say so,
+// and no move may be left in flight. Seed 3 draws kill-mid-move, move,
+// cancel, move, cancel and decommission.
+func TestE2E_JepsenMembership(t *testing.T) {
+	requireFaults(t, false)
+	r := runJepsenCommand(t, "--nodes", "5", "--nemesis", "membership", "--time", "40s", "--nemesis-interval", "4s",
+		"--rate", "500", "--acks", "all", "--seed", "3", "--server-arg=--leader-balance-interval=2s")
+	r.requireClean(t)
+	r.requireFaultsDone(t, 2, chaos.KindMembership)
+	st := r.outcome.Membership
+	if st == nil || st.Moves == 0 || st.Completed == 0 || st.Unfinished != 0 || st.Elsewhere != 0 {
+		t.Fatalf("membership stats %+v, want moves completed, none unfinished or elsewhere", st)
+	}
+	if !strings.Contains(r.stdout, "membership: moves=") {
+		t.Errorf("output %q lacks the membership line", r.stdout)
+	}
+	var moved, settled bool
+	for _, f := range r.outcome.Faults {
+		switch {
+		case f.Kind != chaos.KindMembership:
+		case f.Phase == chaos.PhaseStart && f.Err == "" && !strings.Contains(f.Detail, "->[") && !strings.Contains(f.Detail, "nothing to do") &&
+			!strings.HasPrefix(f.Detail, "decommission "):
+			t.Errorf("start %q names no target", f.Detail)
+		case f.Phase == chaos.PhaseStop && strings.Contains(f.Detail, " on [") && strings.Contains(f.Detail, " after "):
+			moved = true
+		case f.Phase == chaos.PhaseHeal:
+			settled = f.Err == "" && f.Membership != nil
+		}
+	}
+	if !moved || !settled {
+		t.Errorf("faults %+v: want a stop that saw a move end on its target, and a clean final settle", r.outcome.Faults)
+	}
+	for _, f := range r.results.Measures.Faults {
+		if f.Nemesis == string(chaos.KindMembership) && f.NoFailover == strings.HasPrefix(f.Detail, "kill ") {
+			t.Errorf("fault %+v: a failover is measured exactly for kills mid-move", f)
+		}
+	}
+	if s := r.results.Setup; s == nil || len(s.MembershipActions) != len(chaos.MemberActions) {
+		t.Errorf("setup %+v lacks the membership actions", s)
+	}
+}
+
 // requireMeasures asserts results.json's measures agree with the run's
 // counts: every acknowledged send counted, a fault measure per window,
 // each fault followed by an ok send on every partition.
@@ -405,8 +453,20 @@ func TestJepsenFlags_Config(t *testing.T) {
 	if c, err = jepsenConfig(t, "--acks", "1"); err != nil || c.Run.Workload.Acks != jepsen.AcksLeader || c.Run.Workload.Idempotent {
 		t.Errorf("acks=1: %s idempotent %v %v", c.Run.Workload.Acks, c.Run.Workload.Idempotent, err)
 	}
+	if c, err = jepsenConfig(t, "--nodes", "5", "--nemesis", "membership,kill,partition", "--membership-actions", "move,kill-mid-move"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Schedule.Membership.Actions; !slices.Equal(got, []chaos.MemberAction{chaos.ActionMove, chaos.ActionKillMidMove}) || len(c.Schedule.Kinds) != 3 {
+		t.Errorf("membership actions %v, kinds %v", got, c.Schedule.Kinds)
+	}
+	if c, err = jepsenConfig(t, "--nemesis", "membership"); err != nil || !slices.Equal(c.Schedule.Membership.Actions, chaos.MemberActions) {
+		t.Errorf("default membership actions %v, %v", c.Schedule.Membership.Actions, err)
+	}
 	for _, bad := range [][]string{
-		{"--nemesis", "membership"}, {"--nemesis", "flood"}, {"--fsync", "sometimes"}, {"--acks", "2"},
+		{"--nemesis", "membership", "--membership-actions", "frobnicate"},
+		{"--nemesis", "membership", "-c", "replication.mode=isr", "-c", "min.insync.replicas=4"},
+		{"--nemesis", "membership", "--membership-resize", "2"},
+		{"--nemesis", "flood"}, {"--fsync", "sometimes"}, {"--acks", "2"},
 		{"--concurrency", "1"}, {"--kill-targets", "nobody"}, {"--power-targets", "half"}, {"--lazyfs-writeback", "-1s"}, {"--nodes", "0"}, {"-c", "novalue"}, {"-c", "=v"},
 	} {
 		var ue usageError

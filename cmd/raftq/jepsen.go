@@ -24,6 +24,7 @@ type jepsenFlags struct {
 	targets     []string
 	power       []string
 	shapes      []string
+	actions     []string
 	acks        string
 	concurrency int
 	rf          int16
@@ -37,7 +38,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	f := &jepsenFlags{cfg: jepsen.DefaultRaftqConfig(), now: time.Now}
 	c, w, s := &f.cfg, &f.cfg.Run.Workload, &f.cfg.Schedule
 	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "raftq server processes to run")
-	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced (comma separated; none for no faults)")
+	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced, membership (comma separated; none for no faults)")
 	fs.StringVar(&f.schedule, "schedule", "", "fault script (JSON file, or a shipped one: "+strings.Join(jepsen.ShippedScripts(), ", ")+") instead of a random schedule; see jepsen/schedules/README.md")
 	fs.DurationVar(&w.Duration, "time", 120*time.Second, "how long the workload and the faults run")
 	fs.Float64Var(&w.Rate, "rate", w.Rate, "operations per second, all processes together")
@@ -54,6 +55,9 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.StringSliceVar(&f.targets, "kill-targets", targetNames(s.Targets), "nodes kill and pause hit: one, minority, majority, all, leader")
 	fs.StringSliceVar(&f.power, "power-targets", targetNames(s.PowerTargets), "nodes lose-unfsynced power-loses: all, one, minority, majority, leader (of a partition of the test topic)")
 	fs.StringSliceVar(&f.shapes, "partition-shapes", shapeNames(s.Shapes), "partitions: majority-minority, isolate-one, isolate-leader, bridge, majorities-ring")
+	fs.StringSliceVar(&f.actions, "membership-actions", actionNames(s.Membership.Actions), "what membership faults do: move, reorder, cancel, kill-mid-move (of the test topic's partitions), decommission (a node, recommissioned at the fault's stop)")
+	fs.Float64Var(&s.Membership.ResizeP, "membership-resize", s.Membership.ResizeP, "chance that a move's target has another number of replicas than the topic (never below min.insync.replicas in isr mode)")
+	fs.DurationVar(&s.Membership.Settle, "membership-settle", s.Membership.Settle, "how long a membership fault's stop waits for its moves before it cancels them (never past the next fault step)")
 	fs.BoolVar(&w.Idempotent, "idempotent", true, "idempotent producers (default false with --unsafe-ack-before-commit)")
 	fs.StringVar(&w.PollMode, "poll-mode", w.PollMode, "consumers: assign (seek) or subscribe (consumer groups)")
 	fs.DurationVar(&w.OpTimeout, "op-timeout", w.OpTimeout, "a send or poll without an answer by then is indefinite")
@@ -80,6 +84,14 @@ func targetNames(ts []chaos.Target) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = string(t)
+	}
+	return out
+}
+
+func actionNames(as []chaos.MemberAction) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = string(a)
 	}
 	return out
 }
@@ -112,6 +124,10 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	for _, sh := range f.shapes {
 		s.Shapes = append(s.Shapes, chaos.Shape(sh))
+	}
+	s.Membership.Actions = nil
+	for _, a := range f.actions {
+		s.Membership.Actions = append(s.Membership.Actions, chaos.MemberAction(a))
 	}
 	switch f.acks {
 	case "all", "-1":
@@ -185,12 +201,7 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 		return c, nil
 	}
 	if len(s.Kinds) > 0 {
-		probe := *s
-		probe.Duration, probe.Nodes = w.Duration, make([]int, c.Nodes)
-		for i := range probe.Nodes {
-			probe.Nodes[i] = i + 1
-		}
-		if _, err := chaos.Plan(probe); err != nil {
+		if _, err := c.Plan(); err != nil {
 			return c, usageError{err}
 		}
 	}
@@ -241,6 +252,9 @@ func reportJepsen(e *env, cfg jepsen.RaftqConfig, out *jepsen.RaftqOutcome, runE
 	}
 	problems := printVerdict(e, cfg.Run.ReportDir, out.Results, extra)
 	fmt.Fprintf(e.stdout, "measures: %s\n", out.Results.Measures)
+	if out.Membership != nil {
+		fmt.Fprintf(e.stdout, "membership: %s\n", out.Membership)
+	}
 	fmt.Fprintf(e.stdout, "setup: %s durability=%s\n", out.Setup, jepsenDurability(cfg))
 	if len(out.Crashes) > 0 {
 		problems = append(problems, "nodes crashed")

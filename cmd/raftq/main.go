@@ -24,16 +24,17 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"server":  {"", "run one raftq node", runServer},
-		"dev":     {"", "run a 3-node cluster on loopback", runDev},
-		"topic":   {"create|list|describe|alter|delete [TOPIC]", "create, list, describe, alter or delete topics", runTopic},
-		"produce": {"TOPIC", "produce stdin lines or generated load", runProduce},
-		"consume": {"TOPIC", "consume records", runConsume},
-		"cluster": {"status", "cluster status", runCluster},
-		"bench":   {"", "measure produce throughput and latency", runBench},
-		"floor":   {"", "measure the least a replicated, fsynced commit costs on this disk (no raft, no Kafka)", runFloor},
-		"group":   {"list|describe|reset-offsets [GROUP]", "list, describe or reset consumer groups", runGroup},
-		"jepsen":  {"run|check [DIR]", "run a Jepsen test against a local cluster under faults", runJepsen},
+		"server":    {"", "run one raftq node", runServer},
+		"dev":       {"", "run a 3-node cluster on loopback", runDev},
+		"topic":     {"create|list|describe|alter|delete [TOPIC]", "create, list, describe, alter or delete topics", runTopic},
+		"produce":   {"TOPIC", "produce stdin lines or generated load", runProduce},
+		"consume":   {"TOPIC", "consume records", runConsume},
+		"cluster":   {"status|decommission|recommission|remove|maintenance", "cluster status; empty, return or forget a node; a node's maintenance mode", runCluster},
+		"bench":     {"", "measure produce throughput and latency", runBench},
+		"floor":     {"", "measure the least a replicated, fsynced commit costs on this disk (no raft, no Kafka)", runFloor},
+		"group":     {"list|describe|reset-offsets [GROUP]", "list, describe or reset consumer groups", runGroup},
+		"partition": {"move|status|cancel|elect [TOPIC/PARTITION...]", "move partitions to other brokers, follow or cancel moves, elect leaders", runPartition},
+		"jepsen":    {"run|check [DIR]", "run a Jepsen test against a local cluster under faults", runJepsen},
 	}
 }
 

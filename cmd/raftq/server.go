@@ -25,6 +25,7 @@ type serverFlags struct {
 	brokerConfigs *brokerConfigFlags
 	// shutdownTimeout bounds the leadership drain on SIGTERM (0: none).
 	shutdownTimeout time.Duration
+	join            joinFlags // server_join.go
 }
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
@@ -61,6 +62,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.Uint64Var(&c.SnapshotEntries, "snapshot-entries", c.SnapshotEntries, "applied entries between raft snapshots")
 	fs.DurationVar(&c.RetentionCheckInterval, "retention-check-interval", c.RetentionCheckInterval, "how often leaders apply retention")
 	fs.DurationVar(&c.LeaderBalanceInterval, "leader-balance-interval", c.LeaderBalanceInterval, "how often leaders hand partitions back to their preferred replica (0 disables)")
+	fs.BoolVar(&c.PartitionBalancer, "partition-balancer", c.PartitionBalancer, "move replicas and preferred leaderships until every node holds about as many as the others, as after a node joins (the metadata leader's flag acts)")
 	fs.Int32Var(&c.OffsetsPartitions, "offsets-partitions", c.OffsetsPartitions, "partitions of __consumer_offsets (each a raft group coordinating the groups that hash to it)")
 	fs.DurationVar(&c.OffsetsRetention, "offsets-retention", c.OffsetsRetention, "how long an empty consumer group's offsets are kept")
 	fs.DurationVar(&c.GroupMinSessionTimeout, "group-min-session-timeout", c.GroupMinSessionTimeout, "smallest consumer session timeout accepted")
@@ -68,6 +70,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.DurationVar(&c.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", c.GroupInitialRebalanceDelay, "how long a new group's first rebalance waits for more members")
 	fs.IntVar(&c.GroupMaxMetadataBytes, "group-max-metadata-bytes", c.GroupMaxMetadataBytes, "largest member metadata or assignment in JoinGroup/SyncGroup")
 	bindReplicationFlags(fs, c)
+	bindJoinFlags(fs, f)
 	f.brokerConfigs = bindBrokerConfigFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)
@@ -81,6 +84,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 // Metadata uses too, and the log cleaner's pace.
 func bindReplicationFlags(fs *pflag.FlagSet, c *broker.Config) {
 	fs.DurationVar(&c.LogCleanerBackoff, "log-cleaner-backoff", c.LogCleanerBackoff, "how often the log cleaner looks for compacted partitions to clean (Kafka's log.cleaner.backoff.ms)")
+	fs.Float64Var(&c.ReassignmentBytesPerSec, "reassignment-bytes-per-sec", c.ReassignmentBytesPerSec, "bound on how fast this node sends the log of a moving partition to its new replicas, bytes per second; 0 is unbounded (Kafka's throttled replication rate)")
 	fs.Float64Var(&c.LogCleanerIOBytesPerSec, "log-cleaner-io-bytes-per-sec", c.LogCleanerIOBytesPerSec, "bound on the log cleaner's reads and writes, bytes per second; 0 is unbounded (Kafka's log.cleaner.io.max.bytes.per.second)")
 	fs.DurationVar(&c.ReplicaLagTimeMax, "replica-lag-time-max", c.ReplicaLagTimeMax,
 		"Kafka's replica.lag.time.max.ms: an isr topic's follower not caught up with its leader for this long leaves the ISR; a raft topic's voter behind its leader for this long leaves the ISR that Metadata reports and counts as under-replicated")
@@ -101,6 +105,9 @@ func (f *serverFlags) config(logger *slog.Logger) (broker.Config, error) {
 			return c, usageError{fmt.Errorf("--initial-cluster: %w", err)}
 		}
 		c.InitialCluster = m
+	}
+	if err := f.joinConfig(&c); err != nil {
+		return c, err
 	}
 	switch f.fsync {
 	case "always":

@@ -87,6 +87,11 @@ type Config struct {
 	// and calls for different peers concurrent; req is the handler's to
 	// keep. nil refuses fetch streams with ErrNoFetchHandler.
 	FetchHandler func(from uint64, req []byte, deadline time.Time) []byte
+	// JoinHandler answers a node that asks to join the cluster (Join):
+	// from and incarnation are what its hello presented, req its request;
+	// ctx ends at JoinTimeout or Close. The joining node need not be among
+	// the peers. nil refuses join streams with ErrNoJoinHandler.
+	JoinHandler func(ctx context.Context, from uint64, incarnation string, req []byte) []byte
 	// MaxFetchBytes bounds one fetch request and one fetch response, in
 	// both directions. A larger one is refused with ErrFetchTooLarge and
 	// the stream goes on.

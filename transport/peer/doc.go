@@ -25,12 +25,14 @@
 // towards, and are accepted from, each peer; beyond that SendSnapshot
 // reports ErrSnapshotBusy at once and raft retries later.
 //
-// Fetch streams are a third kind: see Fetch streams below.
+// Fetch streams are a third kind: see Fetch streams below. Join streams
+// are a fourth, the only one open to a node that is not a peer: see Join
+// streams below.
 //
 // # Handshake
 //
 // Every connection opens with a hello from the dialler: magic "RQPR",
-// protocol version, stream kind (raft, snapshot or fetch), sender node id, intended
+// protocol version, stream kind (raft, snapshot, fetch or join), sender node id, intended
 // receiver node id, cluster id, incarnation. The acceptor answers with a
 // reply whose layout is fixed across versions: magic, version, status code,
 // its node id, its cluster id, and a reason text; an acceptance adds the
@@ -158,6 +160,32 @@
 //     connections, ends a stream whose fetcher vanished, and the liveness
 //     rule above lets its redial in meanwhile.
 //
+// # Join streams
+//
+// Join(ctx, cfg, addr, req) is how a node that is not yet a member asks
+// one that is, at its peer address, to let it in; raftq's --seeds are
+// peer addresses. It needs no Transport: the joiner may not know the
+// cluster id yet. The contract:
+//
+//   - The hello has stream kind 4, the joiner's id and incarnation, to 0
+//     (the joiner need not know whom it reaches) and the cluster id it
+//     means to join, or none to learn it. The acceptor refuses a named
+//     cluster other than its own (ErrClusterID), its own id
+//     (ErrDuplicateID), a named receiver other than itself
+//     (ErrWrongNode), node id 0 (ErrBadHandshake), and any join when it
+//     has no Config.JoinHandler (ErrNoJoinHandler); it does not require
+//     the joiner to be a peer, nor judge its incarnation (the handler
+//     does, against the cluster's metadata). The reply carries the
+//     acceptor's id and cluster id.
+//   - Then one kind 10 frame with the request and one kind 11 frame with
+//     the JoinHandler's answer, each at most MaxJoinBytes; the acceptor
+//     closes the stream. The handler's ctx ends at JoinTimeout after the
+//     handshake or at Close; Close waits for it.
+//   - Nothing else changes: a join never adds the joiner as a peer (the
+//     broker does, from the metadata its handler commits), so its later
+//     raft stream is judged as any peer's.
+//   - A node of an earlier version refuses stream kind 4 as malformed.
+//
 // Stats counts, per side, requests, bytes, dials and errors
 // (FetchRequests, FetchErrors, FetchDials, FetchDialErrors,
 // FetchBytesSent/Received; FetchesServed, FetchServeErrors,
@@ -226,8 +254,8 @@
 //
 //   - transport/peer imports raftgroup for Envelope, Transport and Receiver
 //     (recorded in the repository DESIGN.md).
-//   - A node not among the peers is refused, so AddPeer must precede the
-//     first connection of a new member. Raft adds the member on the existing
+//   - A node not among the peers is refused (but on a join stream), so
+//     AddPeer must precede the first connection of a new member. Raft adds the member on the existing
 //     nodes when the conf change applies; until then the new node's dials
 //     are refused and retried.
 //

@@ -28,6 +28,7 @@ var (
 	ErrNoFetchHandler  = errors.New("peer: node serves no fetch stream")
 	ErrFetchTooLarge   = errors.New("peer: fetch request or response larger than max fetch bytes")
 	ErrFetchAborted    = errors.New("peer: fetch stream ended before the response")
+	ErrNoJoinHandler   = errors.New("peer: node serves no join stream")
 )
 
 // refusal is the code a handshake reply carries. Its values are part of the
@@ -47,6 +48,7 @@ const (
 	refuseClosing
 	refuseIncarnation
 	refuseNoFetch
+	refuseNoJoin
 )
 
 var refusalErrs = map[refusal]error{
@@ -61,6 +63,7 @@ var refusalErrs = map[refusal]error{
 	refuseClosing:     ErrClosed,
 	refuseIncarnation: ErrIncarnation,
 	refuseNoFetch:     ErrNoFetchHandler,
+	refuseNoJoin:      ErrNoJoinHandler,
 }
 
 // refusalOf picks the code that tells a refused peer why.

@@ -11,7 +11,7 @@ import (
 //
 //	magic    4 bytes "RQPR"
 //	version  uint16
-//	stream   byte    streamRaft, streamSnapshot or streamFetch
+//	stream   byte    streamRaft, streamSnapshot, streamFetch or streamJoin
 //	from     uint64  the dialler's node id
 //	to       uint64  the node id the dialler meant to reach
 //	clen     byte, then clen bytes of cluster id
@@ -40,6 +40,7 @@ const (
 	streamRaft     byte = 1 // the long-lived connection for batches
 	streamSnapshot byte = 2 // one snapshot, then closed
 	streamFetch    byte = 3 // request/response, dialled by the fetching node
+	streamJoin     byte = 4 // one request and its answer, from a node not yet a member (join.go)
 )
 
 type hello struct {
@@ -119,9 +120,13 @@ func readHello(r io.Reader) (hello, error) {
 
 func (h hello) check() error {
 	switch {
-	case h.stream != streamRaft && h.stream != streamSnapshot && h.stream != streamFetch:
+	case h.stream != streamRaft && h.stream != streamSnapshot && h.stream != streamFetch && h.stream != streamJoin:
 		return fmt.Errorf("%w: unknown stream kind %d", ErrBadHandshake, h.stream)
-	case h.from == 0 || h.to == 0:
+	case h.from == 0:
+		return fmt.Errorf("%w: node id 0 (from %d, to %d)", ErrBadHandshake, h.from, h.to)
+	case h.stream == streamJoin:
+		return nil // a joining node may know neither the acceptor's id nor its cluster's
+	case h.to == 0:
 		return fmt.Errorf("%w: node id 0 (from %d, to %d)", ErrBadHandshake, h.from, h.to)
 	case h.cluster == "":
 		return fmt.Errorf("%w: empty cluster id", ErrBadHandshake)

@@ -53,6 +53,8 @@ func (t *Transport) handleInbound(conn net.Conn) {
 		p.receiveSnapshot(conn)
 	case streamFetch:
 		p.serveFetch(conn)
+	case streamJoin:
+		t.serveJoin(conn, h)
 	}
 }
 
@@ -64,6 +66,9 @@ func (t *Transport) acceptHandshake(conn net.Conn) (hello, *peer, error) {
 	h, err := readHello(conn)
 	if err != nil {
 		return h, nil, err
+	}
+	if h.stream == streamJoin {
+		return h, nil, t.acceptJoin(conn, h)
 	}
 	p, err := t.admit(h)
 	if err != nil {
@@ -79,6 +84,18 @@ func (t *Transport) acceptHandshake(conn net.Conn) (hello, *peer, error) {
 		return h, nil, fmt.Errorf("clear handshake deadline: %w", err)
 	}
 	return h, p, nil
+}
+
+// acceptJoin judges a join stream's hello and answers it.
+func (t *Transport) acceptJoin(conn net.Conn, h hello) error {
+	if err := t.admitJoin(h); err != nil {
+		return err
+	}
+	rp := reply{version: protoVersion, node: t.cfg.NodeID, cluster: t.cfg.ClusterID, incarnation: t.cfg.Incarnation}
+	if _, err := conn.Write(appendReply(nil, rp)); err != nil {
+		return fmt.Errorf("write handshake reply: %w", err)
+	}
+	return nil
 }
 
 // admit decides whether node h.from may open this stream.

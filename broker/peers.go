@@ -1,0 +1,42 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/raftq/raftq/coordinator"
+)
+
+// peersLoop keeps the peer transport in step with the metadata: on every
+// change, every node whose peer address the state holds (admitted or
+// registered, coordinator.State.PeerAddrs) and the transport lacks, or
+// holds under another address, is added. So nodes that join at run time
+// become peers of every node without a restart, and a node that comes
+// back on a new address is dialled there. Nodes are never removed here.
+func (n *Node) peersLoop(ctx context.Context) {
+	for {
+		changed := n.meta.Changed()
+		n.syncPeers(n.meta.View())
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (n *Node) syncPeers(st *coordinator.State) {
+	have := n.peer.Peers()
+	for id, addr := range st.PeerAddrs() {
+		if id == n.cfg.NodeID || have[id] == addr {
+			continue
+		}
+		n.log.Info("peer address from the metadata", "peer", id, "addr", addr, "was", have[id])
+		n.peer.AddPeer(id, addr)
+	}
+}
+
+// hasPeer reports whether the transport knows node id's address.
+func (n *Node) hasPeer(id uint64) bool {
+	_, ok := n.peer.PeerStats(id)
+	return ok
+}
