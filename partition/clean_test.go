@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"github.com/raftq/raftq/internal/vfs"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -281,7 +283,7 @@ func TestClean_Reclaims(t *testing.T) {
 var cleanCrashPoints = []string{"clean-written", "clean-indexes-removed", "clean-swapped", "cleaner-checkpoint-tmp-written", "sync-dir"}
 
 // TestClean_CrashRecovery stops a cleaning at each of its steps with a
-// power cut (lossyFS drops whatever was not durable), reopens, and checks
+// power cut (vfs.Mem drops whatever was not durable), reopens, and checks
 // that the log holds either the old or the cleaned form of every segment
 // (the model checks pass, nothing synced is lost) and cleans on.
 func TestClean_CrashRecovery(t *testing.T) {
@@ -293,7 +295,7 @@ func TestClean_CrashRecovery(t *testing.T) {
 }
 
 func runCleanCrash(t *testing.T, point string, seed uint64) {
-	fs := newLossyFS()
+	fs := vfs.NewMem()
 	r := newCompactRunFS(t, seed, fs)
 	for range 200 {
 		r.produce()
@@ -325,9 +327,7 @@ func runCleanCrash(t *testing.T, point string, seed uint64) {
 		r.l.cfg.crashPoint = nil
 		_ = r.l.Close()
 	}
-	if err := fs.crash(r.rng); err != nil {
-		t.Fatal(err)
-	}
+	fs.Crash(r.rng)
 	r.open()
 	r.check("after a crash at " + point)
 	r.clean()

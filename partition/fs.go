@@ -3,39 +3,21 @@ package partition
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/raftq/raftq/internal/durable"
+	"github.com/raftq/raftq/internal/vfs"
 )
 
-// FS is the file-system seam of a Log: the handful of calls it makes on
-// files and directories. Production uses OSFS; tests wrap it to inject write
-// and sync failures or to forget unsynced writes.
-type FS interface {
-	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
-	Remove(name string) error
-	Rename(oldpath, newpath string) error
-	ReadDir(name string) ([]fs.DirEntry, error)
-	MkdirAll(path string, perm fs.FileMode) error
-	// SyncDir makes the directory's entries (creations, renames, removals)
-	// durable.
-	SyncDir(name string) error
-}
+// FS is the file-system seam of a Log and a Replica (see internal/vfs
+// for the contract). Production uses OSFS; tests and the simulator use
+// vfs.Mem or wrap OSFS to inject write and sync failures.
+type FS = vfs.FS
 
-// File is an open file. Sync has fdatasync semantics: the data and the size
-// are durable when it returns nil.
-type File interface {
-	io.ReaderAt
-	io.WriterAt
-	Truncate(size int64) error
-	Sync() error
-	Stat() (fs.FileInfo, error)
-	Close() error
-	Name() string
-}
+// File is an open file; Sync has fdatasync semantics.
+type File = vfs.File
 
 // OSFS returns the operating system's file system.
 func OSFS() FS { return osFS{} }
@@ -80,23 +62,7 @@ type osFile struct{ *os.File }
 func (f osFile) Sync() error { return fdatasync(f.File) }
 
 // readFile reads a whole file through fsys.
-func readFile(fsys FS, name string) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, st.Size())
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return buf[:n], nil
-}
+func readFile(fsys FS, name string) ([]byte, error) { return vfs.ReadFile(fsys, name) }
 
 // writeFile replaces name's contents with data, optionally syncing it. It is
 // not atomic: callers use it for files whose damage recovery detects.

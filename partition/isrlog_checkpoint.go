@@ -132,14 +132,16 @@ func (r *ISRLog) writeCheckpoint(offset int64) error {
 	return nil
 }
 
-// dropStaleCheckpoints replaces every checkpoint that describes more than
-// the log's end: after a truncation its producers and epochs no longer
-// match the log, and once the log grew past its Offset again nothing would
-// tell. At most two writes (one per slot).
-func (r *ISRLog) dropStaleCheckpoints() error {
-	end := r.log.EndOffset()
+// dropStaleCheckpoints replaces every checkpoint at staleFrom or beyond:
+// after a truncation its producers and epochs no longer match the log,
+// and once the log grew past its Offset again nothing would tell. A
+// truncation passes the new end itself, because a checkpoint taken at
+// exactly that end may name an epoch starting there, which the cut
+// forgot (a leader's epoch that never got a batch); recovery passes the
+// end plus one. At most two writes (one per slot).
+func (r *ISRLog) dropStaleCheckpoints(staleFrom int64) error {
 	for range 2 {
-		if r.cps.offset[0] <= end && r.cps.offset[1] <= end {
+		if r.cps.offset[0] < staleFrom && r.cps.offset[1] < staleFrom {
 			return nil
 		}
 		if err := r.Checkpoint(); err != nil {
@@ -173,7 +175,7 @@ func (r *ISRLog) load() error {
 	if err := r.rescan(max(c.Offset, start), end); err != nil {
 		return err
 	}
-	return r.dropStaleCheckpoints()
+	return r.dropStaleCheckpoints(end + 1)
 }
 
 // rescan replays the headers of the batches in [from, to) into the

@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"github.com/raftq/raftq/internal/vfs"
+
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -19,13 +21,13 @@ var isrCrashPoints = []string{
 	"roll-segment-created", "append-prefix-written",
 }
 
-// isrCrashRun drives one ISRLog on a lossyFS through random leader and
+// isrCrashRun drives one ISRLog on a vfs.Mem through random leader and
 // follower appends, leader changes, checkpoints and truncations, crashes
 // it (at a named point or between calls), and checks what reopens.
 type isrCrashRun struct {
 	t      *testing.T
 	rng    *rand.Rand
-	fs     *lossyFS
+	fs     *vfs.Mem
 	dir    string
 	r      *ISRLog
 	target string
@@ -68,16 +70,14 @@ func TestISRLog_CrashRecovery(t *testing.T) {
 		seeds = 10
 	}
 	for seed := range seeds {
-		c := &isrCrashRun{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 11)), fs: newLossyFS(), dir: t.TempDir(), ledEpoch: -1}
+		c := &isrCrashRun{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 11)), fs: vfs.NewMem(), dir: t.TempDir(), ledEpoch: -1}
 		for round := range 5 {
 			c.target = "" // armed once open: recovery's own crashes are the Log's tests'
 			c.open(true)
 			c.target, c.left = isrCrashPoints[c.rng.IntN(len(isrCrashPoints))], 1+c.rng.IntN(4)
 			c.runUntilCrash(30 + c.rng.IntN(60))
 			abandon(c.r.log)
-			if err := c.fs.crash(c.rng); err != nil {
-				t.Fatal(err)
-			}
+			c.fs.Crash(c.rng)
 			c.open(false)
 			c.verify(fmt.Sprintf("seed %d round %d (crash at %s)", seed, round, c.target))
 			if err := c.r.Close(); err != nil {

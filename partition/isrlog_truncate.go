@@ -27,7 +27,7 @@ func (r *ISRLog) TruncateTo(off int64) error {
 	if err := r.rebuildProducers(end); err != nil {
 		return fmt.Errorf("truncate isr log to %d: %w", off, err)
 	}
-	return r.dropStaleCheckpoints()
+	return r.dropStaleCheckpoints(end)
 }
 
 // forgetEpochsFrom drops the epochs that start at off or later, durably.

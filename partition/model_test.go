@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"github.com/raftq/raftq/internal/vfs"
+
 	"bytes"
 	"errors"
 	"flag"
@@ -13,7 +15,7 @@ import (
 // The model test drives a Log with random operations and checks every
 // answer against a plain in-memory model: a list of batches, a start, a
 // high watermark, and what the last sync made durable. Crashes go through
-// lossyFS, so unsynced bytes are dropped, cut, zeroed or scrambled.
+// vfs.Mem, so unsynced bytes are dropped, cut, zeroed or scrambled.
 
 type modelBatch struct {
 	base, last int64
@@ -55,7 +57,7 @@ type modelRun struct {
 	rng   *rand.Rand
 	dir   string
 	cfg   Config
-	fs    *lossyFS
+	fs    *vfs.Mem
 	clock *fakeClock
 	l     *Log
 	m     logModel
@@ -86,7 +88,7 @@ func TestLog_MatchesModel(t *testing.T) {
 
 func runModel(t *testing.T, seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	r := &modelRun{t: t, rng: rng, dir: t.TempDir(), fs: newLossyFS(), clock: newFakeClock(), ts: 1_700_000_000_000}
+	r := &modelRun{t: t, rng: rng, dir: t.TempDir(), fs: vfs.NewMem(), clock: newFakeClock(), ts: 1_700_000_000_000}
 	r.cfg = testConfig()
 	r.cfg.MaxBatchBytes = 2 << 10
 	r.cfg.SegmentBytes = []int64{2 << 10, 4 << 10, 16 << 10}[rng.IntN(3)]
@@ -379,9 +381,7 @@ func (r *modelRun) closeReopen() {
 // least what was durable.
 func (r *modelRun) crash() {
 	abandon(r.l)
-	if err := r.fs.crash(r.rng); err != nil {
-		r.fatalf("crash: %v", err)
-	}
+	r.fs.Crash(r.rng)
 	r.reopen()
 	start, end := r.l.StartOffset(), r.l.EndOffset()
 	r.logf("crash -> [%d, %d) (model [%d, %d), durable end %d from %d)", start, end, r.m.start, r.m.end(), r.m.durableEnd, r.m.durableFrom)

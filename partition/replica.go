@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -19,7 +18,9 @@ type ReplicaConfig struct {
 	// Dir is the partition's directory: its segments, indexes and
 	// checkpoints.
 	Dir string
-	// Log shapes the segments. Its MaxBatchBytes must not be smaller than
+	// Log shapes the segments; its FS (nil: the operating system's) holds
+	// every file of the replica, checkpoints and staged snapshots too.
+	// Its MaxBatchBytes must not be smaller than
 	// any limit the broker enforces at produce time, because apply must
 	// never refuse a committed batch.
 	Log Config
@@ -68,7 +69,10 @@ type ProduceResult struct {
 // OpenReplica opens (or creates) the replica in cfg.Dir, cutting the log
 // back to the last checkpoint: raft re-delivers the entries after it.
 func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if cfg.Log.FS == nil {
+		cfg.Log.FS = OSFS()
+	}
+	if err := cfg.Log.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open replica %s: %w", cfg.Dir, err)
 	}
 	cfg.Log.Logger = cfg.Logger
@@ -76,7 +80,7 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	if err := r.findStaged(); err != nil {
 		return nil, fmt.Errorf("open replica %s: %w", cfg.Dir, err)
 	}
-	cp, err := readReplicaCheckpoint(cfg.Dir)
+	cp, err := readReplicaCheckpoint(cfg.Log.FS, cfg.Dir)
 	if err != nil {
 		return nil, err
 	}

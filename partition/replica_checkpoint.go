@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/raftq/raftq/internal/durable"
@@ -68,8 +67,8 @@ func decodeReplicaCheckpoint(b []byte) (replicaCheckpoint, error) {
 	return c, nil
 }
 
-func readReplicaCheckpoint(dir string) (replicaCheckpoint, error) {
-	b, err := os.ReadFile(filepath.Join(dir, replicaCheckpointName))
+func readReplicaCheckpoint(fsys FS, dir string) (replicaCheckpoint, error) {
+	b, err := readFile(fsys, filepath.Join(dir, replicaCheckpointName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return replicaCheckpoint{}, nil
 	}
@@ -81,17 +80,17 @@ func readReplicaCheckpoint(dir string) (replicaCheckpoint, error) {
 
 // writeReplicaCheckpoint replaces the checkpoint durably
 // (internal/durable).
-func writeReplicaCheckpoint(dir string, c *replicaCheckpoint) error {
+func writeReplicaCheckpoint(fsys FS, dir string, c *replicaCheckpoint) error {
 	b, err := c.encode()
 	if err != nil {
 		return err
 	}
-	return writeReplicaCheckpointFile(dir, b)
+	return writeReplicaCheckpointFile(fsys, dir, b)
 }
 
 // writeReplicaCheckpointFile replaces the checkpoint with an encoded one.
-func writeReplicaCheckpointFile(dir string, b []byte) error {
-	w := durable.Writer{FS: durableFS{OSFS()}}
+func writeReplicaCheckpointFile(fsys FS, dir string, b []byte) error {
+	w := durable.Writer{FS: durableFS{fsys}}
 	if err := w.WriteFile(filepath.Join(dir, replicaCheckpointName), b, 0o644); err != nil {
 		return fmt.Errorf("write replica checkpoint: %w", err)
 	}

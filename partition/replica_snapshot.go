@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/raftq/raftq/internal/vfs"
 )
 
 // Snapshot syncs the log and checkpoints the replica at its applied index;
@@ -47,7 +48,7 @@ func (r *Replica) PrepareSnapshot() (data []byte, persist func() error, err erro
 		if err := l.SyncData(); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
-		if err := writeReplicaCheckpointFile(r.cfg.Dir, file); err != nil {
+		if err := writeReplicaCheckpointFile(r.fs(), r.cfg.Dir, file); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
 		return nil
@@ -162,7 +163,7 @@ func frameInfo(b []byte) (BatchInfo, int, error) {
 func (r *Replica) ReceiveSnapshot(snap *raftpb.Snapshot, body io.Reader) error {
 	idx := snap.GetMetadata().GetIndex()
 	dir := fmt.Sprintf("%s.snap-%d", r.cfg.Dir, idx)
-	if err := os.RemoveAll(dir); err != nil {
+	if err := vfs.RemoveAll(r.fs(), dir); err != nil {
 		return fmt.Errorf("stage snapshot %d: %w", idx, err)
 	}
 	cp, err := decodeSnapshotData(snap)
@@ -171,7 +172,7 @@ func (r *Replica) ReceiveSnapshot(snap *raftpb.Snapshot, body io.Reader) error {
 	}
 	cp.Applied = idx
 	if err := stageLog(dir, r.cfg.Log, body, &cp); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = vfs.RemoveAll(r.fs(), dir)
 		return fmt.Errorf("stage snapshot %d: %w", idx, err)
 	}
 	r.mu.Lock()
@@ -206,7 +207,7 @@ func stageLog(dir string, cfg Config, body io.Reader, cp *replicaCheckpoint) err
 	if err != nil {
 		return err
 	}
-	return writeReplicaCheckpoint(dir, cp)
+	return writeReplicaCheckpoint(cfg.FS, dir, cp)
 }
 
 func fillStagedLog(l *Log, first, start int64, body io.Reader) error {
@@ -276,7 +277,7 @@ func (r *Replica) Restore(snap *raftpb.Snapshot) error {
 	if err := r.swapIn(staged); err != nil {
 		return fmt.Errorf("partition: restore snapshot %d: %w", idx, err)
 	}
-	cp, err := readReplicaCheckpoint(r.cfg.Dir)
+	cp, err := readReplicaCheckpoint(r.fs(), r.cfg.Dir)
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func (r *Replica) discardStaged(idx uint64) {
 	defer r.mu.Unlock()
 	for i, dir := range r.staged {
 		if i <= idx {
-			_ = os.RemoveAll(dir)
+			_ = vfs.RemoveAll(r.fs(), dir)
 			delete(r.staged, i)
 		}
 	}
@@ -303,8 +304,8 @@ func (r *Replica) discardStaged(idx uint64) {
 // findStaged registers snapshot directories staged before a restart, and
 // removes a directory a swap left behind.
 func (r *Replica) findStaged() error {
-	_ = os.RemoveAll(r.cfg.Dir + ".old")
-	dirs, err := filepath.Glob(r.cfg.Dir + ".snap-*")
+	_ = vfs.RemoveAll(r.fs(), r.cfg.Dir+".old")
+	dirs, err := vfs.Glob(r.fs(), filepath.Dir(r.cfg.Dir), filepath.Base(r.cfg.Dir)+".snap-")
 	if err != nil {
 		return err
 	}
@@ -323,16 +324,17 @@ func (r *Replica) swapIn(staged string) error {
 	if err := r.Log().Close(); err != nil {
 		r.logger.Warn("close log before snapshot restore", "err", err)
 	}
-	if err := os.RemoveAll(old); err != nil {
+	fsys := r.fs()
+	if err := vfs.RemoveAll(fsys, old); err != nil {
 		return err
 	}
-	if err := os.Rename(r.cfg.Dir, old); err != nil {
+	if err := fsys.Rename(r.cfg.Dir, old); err != nil {
 		return err
 	}
-	if err := os.Rename(staged, r.cfg.Dir); err != nil {
+	if err := fsys.Rename(staged, r.cfg.Dir); err != nil {
 		return err
 	}
-	if err := OSFS().SyncDir(filepath.Dir(r.cfg.Dir)); err != nil {
+	if err := fsys.SyncDir(filepath.Dir(r.cfg.Dir)); err != nil {
 		return err
 	}
 	cfg := r.cfg.Log
@@ -342,5 +344,8 @@ func (r *Replica) swapIn(staged string) error {
 		return err
 	}
 	r.log.Store(l)
-	return os.RemoveAll(old)
+	return vfs.RemoveAll(fsys, old)
 }
+
+// fs is the file system the replica lives on (OpenReplica filled it in).
+func (r *Replica) fs() FS { return r.cfg.Log.FS }
