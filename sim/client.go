@@ -31,6 +31,7 @@ func (s *Sim) offerLoad() {
 			s.propose(g, fmt.Sprintf("g%d-t%d-%d", g, s.now, i))
 		}
 	}
+	s.offerProduce()
 }
 
 func failed(c *client) bool {
@@ -137,6 +138,7 @@ func (s *Sim) finish() error {
 	// apply it too. A replica that never catches up fails the check.
 	s.until(600, func() bool { return s.chk.converged(nodes, groups) })
 	s.chk.final(nodes, groups)
+	s.finishPartitions()
 	for _, r := range s.chk.replicas {
 		s.res.Applied += len(r)
 	}

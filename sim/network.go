@@ -98,6 +98,9 @@ func (t *transport) Send(to uint64, batch []raftgroup.Envelope) bool {
 			continue
 		}
 		t.n.push(&inflight{from: t.from, to: to, env: raftgroup.Envelope{Group: e.Group, Msg: clone(e.Msg)}})
+		if t.n.s.rng.Float64() < t.n.s.dupRate() {
+			t.n.push(&inflight{from: t.from, to: to, env: raftgroup.Envelope{Group: e.Group, Msg: clone(e.Msg)}})
+		}
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/raftq/raftq/internal/vfs"
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -17,7 +18,11 @@ type Config struct {
 	Seed   uint64
 	Nodes  int // node ids 1..Nodes
 	Groups int // group ids 1..Groups, each replicated on every node
-	Ticks  int // ticks of faults and load before the final heal
+	// Partitions adds groups Groups+1..Groups+Partitions that run the real
+	// partition.Replica on each node's simulated disk (a vfs.Mem), fed by
+	// Kafka producers (two idempotent, one plain, per partition).
+	Partitions int
+	Ticks      int // ticks of faults and load before the final heal
 
 	ProposeRate float64 // per group per tick
 	CrashRate   float64 // per tick: crash one random node
@@ -25,6 +30,7 @@ type Config struct {
 	PartRate    float64 // per tick: start a partition
 	PartTicks   int     // how long a partition lasts (max)
 	DropRate    float64 // per envelope, outside the final phase
+	DupRate     float64 // per envelope: delivered twice
 	MaxDelay    int     // ticks an envelope may take; > 0 reorders
 
 	SnapshotEntries uint64 // raftgroup snapshot interval (small: exercises install)
@@ -32,18 +38,31 @@ type Config struct {
 	// writes; their saves then complete a random number of ticks later.
 	AsyncStorageWrites bool
 
-	// Planted bugs, to prove the checker can fail.
-	LieAboutSync bool
-	ApplyTwice   bool
+	// Planted bugs, to prove the checker can fail. LieAboutSync makes
+	// raft's stores acknowledge syncs without making anything durable;
+	// DiskLiesAboutSync does the same to the partitions' disks;
+	// ApplyTwice applies each toy entry twice; DropProducerID strips the
+	// producer fields from every batch before the replica applies it (a
+	// retry is then appended again); ServeBeforeCaughtUp lets a new
+	// leader serve reads before it applied its own term's no-op.
+	LieAboutSync        bool
+	DiskLiesAboutSync   bool
+	ApplyTwice          bool
+	DropProducerID      bool
+	ServeBeforeCaughtUp bool
+
+	// Trace keeps a readable line per event in Result.Trace (slower;
+	// for replaying one seed).
+	Trace bool
 }
 
 // DefaultConfig returns a short, fault-heavy run: 3 nodes, 2 groups, 80
 // ticks of load and faults, then a heal and a final check.
 func DefaultConfig(seed uint64) Config {
 	return Config{
-		Seed: seed, Nodes: 3, Groups: 2, Ticks: 80,
+		Seed: seed, Nodes: 3, Groups: 2, Partitions: 1, Ticks: 80,
 		ProposeRate: 0.4, CrashRate: 0.03, DownTicks: 25, PartRate: 0.03, PartTicks: 25,
-		DropRate: 0.05, MaxDelay: 2, SnapshotEntries: 8,
+		DropRate: 0.05, DupRate: 0.02, MaxDelay: 2, SnapshotEntries: 8,
 		AsyncStorageWrites: seed%2 == 1, // half the seeds
 	}
 }
@@ -51,7 +70,7 @@ func DefaultConfig(seed uint64) Config {
 // Validate reports the first problem with c.
 func (c *Config) Validate() error {
 	switch {
-	case c.Nodes < 1 || c.Groups < 1 || c.Ticks < 0:
+	case c.Nodes < 1 || c.Groups < 1 || c.Partitions < 0 || c.Ticks < 0:
 		return errors.New("sim: need nodes, groups and a non-negative tick count")
 	case c.MaxDelay < 0 || c.DownTicks < 1 || c.PartTicks < 1:
 		return errors.New("sim: delays and durations must be positive")
@@ -70,6 +89,8 @@ type Result struct {
 	Applied    int // entries applied, all replicas
 	Acked      int // proposals acknowledged
 	Crashes    int
+	Appends    int      // batches appended to partition logs, all replicas
+	Trace      []string // with Config.Trace: what happened, in order
 }
 
 // Err returns the violations as one error, or nil.
@@ -77,7 +98,11 @@ func (r Result) Err() error {
 	if len(r.Violations) == 0 {
 		return nil
 	}
-	return fmt.Errorf("seed %d: %d invariant violations:\n  %s", r.Seed, len(r.Violations), strings.Join(r.Violations, "\n  "))
+	msg := fmt.Sprintf("seed %d: %d invariant violations:\n  %s", r.Seed, len(r.Violations), strings.Join(r.Violations, "\n  "))
+	if len(r.Trace) > 0 {
+		msg += "\ntrace:\n  " + strings.Join(r.Trace, "\n  ")
+	}
+	return errors.New(msg)
 }
 
 // Sim drives a whole cluster of raftgroup Hosts in manual mode from one
@@ -89,11 +114,15 @@ type Sim struct {
 	net     *network
 	nodes   []*node
 	chk     *checker
+	pchk    *partChecker
 	trace   hash.Hash64
+	lines   []string // Config.Trace
 	clients []*client
-	inPart  int64 // partition heals at this tick
-	final   bool
-	res     Result
+	// producers of the partition groups
+	producers []*producer
+	inPart    int64 // partition heals at this tick
+	final     bool
+	res       Result
 }
 
 type node struct {
@@ -102,6 +131,8 @@ type node struct {
 	up        bool
 	downUntil int64
 	stores    map[uint64]*Store
+	disk      *vfs.Mem                // the partitions' files, across incarnations
+	parts     map[uint64]*partReplica // this incarnation's partition replicas
 }
 
 // Run executes one seeded run. The caller seeds crypto/rand (raft's
@@ -112,15 +143,17 @@ func Run(cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), chk: newChecker(), trace: fnv.New64a()}
+	s.pchk = newPartChecker(s.chk)
 	s.res.Seed = cfg.Seed
 	s.net = &network{s: s, cut: map[[2]uint64]bool{}}
 	for id := uint64(1); id <= uint64(cfg.Nodes); id++ {
-		n := &node{id: id, stores: map[uint64]*Store{}}
-		for g := uint64(1); g <= uint64(cfg.Groups); g++ {
+		n := &node{id: id, stores: map[uint64]*Store{}, disk: newDisk(cfg.DiskLiesAboutSync)}
+		for g := uint64(1); g <= uint64(cfg.Groups+cfg.Partitions); g++ {
 			n.stores[g] = &Store{LieAboutSync: cfg.LieAboutSync}
 		}
 		s.nodes = append(s.nodes, n)
 	}
+	s.newProducers()
 	for _, n := range s.nodes {
 		if err := s.boot(n); err != nil {
 			return s.res, err
@@ -159,6 +192,8 @@ func (s *Sim) guard(f func()) (ok bool) {
 
 func (s *Sim) result() Result {
 	s.res.TraceHash = s.trace.Sum64()
+	s.res.Appends = s.pchk.appends
+	s.res.Trace = s.lines
 	s.res.Violations = s.chk.violations
 	s.res.Ticks = s.now
 	return s.res
@@ -193,9 +228,24 @@ func (s *Sim) boot(n *node) error {
 	for _, m := range s.nodes {
 		peers = append(peers, m.id)
 	}
-	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
-		sm := newStateMachine(n.id, g, s.chk)
-		sm.ApplyTwice = s.cfg.ApplyTwice
+	n.parts = map[uint64]*partReplica{}
+	for g := uint64(1); g <= uint64(s.cfg.Groups+s.cfg.Partitions); g++ {
+		var sm raftgroup.StateMachine
+		if s.isPartition(g) {
+			r, err := s.openPartition(n, g)
+			if err != nil {
+				// A replica that cannot open is a finding, not the end of
+				// the run: the node runs on without it, and the final
+				// checks report the missing replica.
+				s.chk.fail("node %d partition %d: open at tick %d: %s", n.id, g, s.now, err)
+				continue
+			}
+			n.parts[g], sm = r, r
+		} else {
+			toy := newStateMachine(n.id, g, s.chk)
+			toy.ApplyTwice = s.cfg.ApplyTwice
+			sm = toy
+		}
 		gc := raftgroup.GroupConfig{ID: g, Peers: peers, StateMachine: sm}
 		if preferred := peers[int(g)%len(peers)]; preferred != n.id {
 			// As the broker does: the others hold a new group's first
@@ -203,7 +253,11 @@ func (s *Sim) boot(n *node) error {
 			gc.HoldElectionTicks = 2 * electionTicks
 		}
 		if _, err := h.CreateGroup(gc); err != nil {
-			return fmt.Errorf("sim: node %d group %d: %w", n.id, g, err)
+			if !s.isPartition(g) {
+				return fmt.Errorf("sim: node %d group %d: %w", n.id, g, err)
+			}
+			s.chk.fail("node %d partition %d: start at tick %d: %s", n.id, g, s.now, err)
+			delete(n.parts, g)
 		}
 	}
 	n.host, n.up = h, true
@@ -214,12 +268,14 @@ func (s *Sim) boot(n *node) error {
 // crash stops a node abruptly: each store keeps a random prefix of its
 // unsynced writes, and the state machines are gone.
 func (s *Sim) crash(n *node) {
-	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
+	for g := uint64(1); g <= uint64(s.cfg.Groups+s.cfg.Partitions); g++ {
 		st := n.stores[g]
 		keep := s.rng.IntN(st.Pending() + 1)
 		st.Crash(keep)
 		s.chk.onCrash(n.id, g)
 	}
+	n.disk.Crash(s.rng) // the partitions' open files are dead from here
+	n.parts = nil
 	n.host.Close()
 	n.up = false
 	n.downUntil = s.now + 1 + int64(s.rng.IntN(s.cfg.DownTicks))
@@ -281,6 +337,13 @@ func (s *Sim) heal() {
 	s.traceEvent("heal", 0)
 }
 
+func (s *Sim) dupRate() float64 {
+	if s.final {
+		return 0
+	}
+	return s.cfg.DupRate
+}
+
 func (s *Sim) dropRate() float64 {
 	if s.final {
 		return 0
@@ -316,7 +379,7 @@ func (s *Sim) syncSome(n *node) {
 	if !s.cfg.AsyncStorageWrites {
 		return
 	}
-	for g := uint64(1); g <= uint64(s.cfg.Groups); g++ {
+	for g := uint64(1); g <= uint64(s.cfg.Groups+s.cfg.Partitions); g++ {
 		if s.rng.IntN(3) == 0 {
 			n.stores[g].Sync()
 		}
@@ -336,11 +399,16 @@ func (s *Sim) observe() {
 		}
 	}
 	s.pollClients()
+	s.pollProducers()
+	s.observeServing()
 }
 
 func (s *Sim) traceEvent(what string, id uint64) {
 	s.trace.Write([]byte(what))
 	s.traceU64(uint64(s.now), id)
+	if s.cfg.Trace {
+		s.lines = append(s.lines, fmt.Sprintf("t%-4d %-9s %d", s.now, what, id))
+	}
 }
 
 func (s *Sim) traceU64(vs ...uint64) {

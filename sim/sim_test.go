@@ -40,18 +40,19 @@ func TestSim(t *testing.T) {
 		first, n = uint64(*seedFlag), 1
 	}
 	start := time.Now()
-	var acked, applied, crashes int
+	var acked, applied, crashes, appends int
 	for seed := first; seed < first+uint64(n); seed++ {
 		res := runSeed(t, DefaultConfig(seed))
 		if err := res.Err(); err != nil {
 			t.Fatalf("%v\nreplay: %s", err, replay(seed))
 		}
-		acked, applied, crashes = acked+res.Acked, applied+res.Applied, crashes+res.Crashes
+		acked, applied, crashes, appends = acked+res.Acked, applied+res.Applied, crashes+res.Crashes, appends+res.Appends
 		if *seedFlag >= 0 {
 			t.Logf("seed %d: trace %016x, %d ticks, %d acked, %d applied, %d crashes", seed, res.TraceHash, res.Ticks, res.Acked, res.Applied, res.Crashes)
 		}
 	}
-	t.Logf("%d seeds in %s: %d proposals acknowledged, %d entries applied, %d crashes", n, time.Since(start).Round(time.Millisecond), acked, applied, crashes)
+	t.Logf("%d seeds in %s: %d proposals acknowledged, %d entries applied, %d batches appended to partition logs, %d crashes",
+		n, time.Since(start).Round(time.Millisecond), acked, applied, appends, crashes)
 }
 
 func TestSim_Deterministic(t *testing.T) {
@@ -96,4 +97,38 @@ func TestSim_CatchesStorageThatAcksUnsyncedWrites(t *testing.T) {
 
 func TestSim_CatchesDoubleApply(t *testing.T) {
 	plantedBug(t, "an entry applied twice", "twice", func(c *Config) { c.ApplyTwice = true }, 5)
+}
+
+func TestSim_CatchesLostAcknowledgedBatch(t *testing.T) {
+	plantedBug(t, "an acknowledged batch lost with the raft log", "acknowledged batch", func(c *Config) {
+		c.LieAboutSync = true
+		c.CrashRate = 0.1
+	}, 300)
+}
+
+func TestSim_CatchesDivergentPartitionLogs(t *testing.T) {
+	plantedBug(t, "replicas with different bytes at one offset", "different bytes", func(c *Config) {
+		c.LieAboutSync = true
+		c.CrashRate = 0.1
+	}, 300)
+}
+
+func TestSim_CatchesRetryAppendedTwice(t *testing.T) {
+	plantedBug(t, "a retried idempotent batch appended twice", "appended twice", func(c *Config) {
+		c.DropProducerID = true
+	}, 300)
+}
+
+func TestSim_CatchesHighWatermarkGoingBack(t *testing.T) {
+	plantedBug(t, "a leader serving before it caught up", "went backwards", func(c *Config) {
+		c.ServeBeforeCaughtUp = true
+		c.CrashRate = 0.1
+	}, 300)
+}
+
+func TestSim_CatchesDiskThatAcksUnsyncedWrites(t *testing.T) {
+	plantedBug(t, "a partition disk that acknowledges unsynced writes", "partition", func(c *Config) {
+		c.DiskLiesAboutSync = true
+		c.CrashRate = 0.1
+	}, 300)
 }
