@@ -61,6 +61,7 @@ func (s *Sim) propose(group uint64, data string) *client {
 		c := &client{group: group, data: data, p: p}
 		s.clients = append(s.clients, c)
 		s.traceEvent("propose", group)
+		s.note("group %d: %q proposed to node %d", group, data, n.id)
 		return c
 	}
 	return nil

@@ -3,9 +3,31 @@
 // virtual time. It runs the code that ships — raftgroup's Ready handling,
 // apply path, proposal waiters, quiescence, host routing and batching —
 // through an injected clock (Host.Tick), network (a raftgroup.Transport
-// that delays, reorders, drops and partitions) and storage (Store, a
-// raftgroup.Storage that loses unsynced writes, keeping a random prefix of
-// them, when a node crashes).
+// that delays, reorders, duplicates, drops and partitions) and storage
+// (Store, a raftgroup.Storage that loses unsynced writes, keeping a random
+// prefix of them, when a node crashes).
+//
+// Two kinds of group run side by side. Toy groups (Config.Groups) apply
+// to StateMachine, an applied-sequence recorder. Partition groups
+// (Config.Partitions) run the real partition.Replica, the broker's
+// partition state machine, on the real partition log over each node's
+// simulated disk: a vfs.Mem, whose crash keeps each file's synced bytes
+// plus a random, possibly torn, prefix of the writes after them, and
+// forgets file entries whose directory was not synced (internal/vfs).
+// Their load is Kafka producers: per partition two idempotent producers,
+// which resend a batch with the same sequence until it is acknowledged,
+// and one plain producer, which never resends. Offsets, dedup, leader
+// epochs, checkpoints and snapshot transfer and install are the shipping
+// code's.
+//
+// The raft log itself stays on Store, not on the node WAL: the WAL is
+// etcd's storage/wal, which opens, locks, preallocates and renames through
+// os and fileutil directly and has no file-system seam to run over a
+// vfs.Mem; a fork would test a WAL we do not ship. Store instead passes
+// raftgroup/storagetest, the contract suite the real WALs pass, and the
+// WAL's own crash behaviour is tested on real files: the node-log crash
+// loop kills real processes mid-write (raftgroup), and chaos's lazyfs
+// loses unsynced writes under whole clusters.
 //
 // Each group starts as the broker starts a partition: all replicas but
 // one hold the first election for it (GroupConfig.HoldElectionTicks).
@@ -22,7 +44,15 @@
 // commits a marker on every replica within a bounded time, and every
 // replica then holds exactly the committed sequence, including every
 // acknowledged proposal. A raft panic (it detects a corrupted or lost log)
-// is a violation too.
+// is a violation too. Partition groups add Kafka's (partition_check.go):
+// every replica's log holds the same bytes at the same offsets (checked
+// at each append and, whole, at the end); the high watermark a serving
+// replica shows (the leader, once it applied its own term's no-op, as the
+// broker serves) never goes backwards, across its restarts too; every
+// acknowledged batch is in every replica's final log at the offsets its
+// acknowledgement named; no batch sits twice in a log, and every
+// acknowledgement of one (producer, sequence) names the same offsets. A
+// replica that cannot open or start after a crash is a violation.
 //
 // Determinism: one seed, one trace. Everything the simulator decides comes
 // from a PCG seeded with Config.Seed; nodes, groups, deliveries and
@@ -36,12 +66,23 @@
 // parallel tests). TestSim_Deterministic checks that a seed reproduces its
 // trace hash.
 //
-// Replay a failing seed with the command the failure prints:
+// Replay a failing seed with the command the failure prints; -events
+// prints what happened, in order (which node started, crashed, was cut
+// off, led which term; which batch went to which leader and where it was
+// acknowledged):
 //
-//	go test ./sim -run 'TestSim$' -seed N -v
+//	go test ./sim -run 'TestSim$' -seed N -events -v
 //
-// Planted bugs (Config.LieAboutSync, Config.ApplyTwice) prove that the
-// checker fails when it should. Store runs raftgroup/storagetest, the
+// TestSim runs 2,500 seeds (60 under the race detector; .ci/run runs the
+// 2,500 without it), -seeds N another count, -long 100,000, and -from N
+// starts elsewhere, to split a long run across processes.
+//
+// Planted bugs prove that each check fails when it should, each found
+// within TestSim's seed count: Config.LieAboutSync (raft stores that
+// acknowledge unsynced writes: changed entries, lost and divergent
+// partition batches), ApplyTwice, DropProducerID (a retry appended
+// twice), ServeBeforeCaughtUp (a high watermark that goes back) and
+// DiskLiesAboutSync (a partition replica that cannot restart). Store runs raftgroup/storagetest, the
 // Storage contract the real WALs run, so that a verdict resting on it
 // rests on the same promises (a clean Close is a clean stop; Crash is
 // the simulator's own).

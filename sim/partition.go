@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/raftq/raftq/internal/vfs"
 	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/raftgroup"
@@ -53,6 +55,17 @@ func (p *partReplica) Apply(e raftgroup.Entry) (any, error) {
 // produceKind is the first byte of a produce entry.
 var produceKind = partition.ProduceParts(nil)[0][0]
 
+// Restore installs a snapshot (from the leader, or one staged before a
+// crash) into the real replica, and counts it.
+func (p *partReplica) Restore(snap *raftpb.Snapshot) error {
+	err := p.Replica.Restore(snap)
+	if err == nil {
+		p.s.res.Installs++
+		p.s.note("partition %d: node %d installed snapshot %d", p.group, p.node, snap.GetMetadata().GetIndex())
+	}
+	return err
+}
+
 // partDir is where a node keeps partition group g on its disk.
 func partDir(g uint64) string { return fmt.Sprintf("/data/p%d", g) }
 
@@ -96,6 +109,13 @@ type producer struct {
 	made    int
 }
 
+func (pr *producer) String() string {
+	if pr.pid < 0 {
+		return fmt.Sprintf("plain batch %d", pr.made)
+	}
+	return fmt.Sprintf("producer %d seq %d", pr.pid, pr.curSeq)
+}
+
 func (s *Sim) newProducers() {
 	for _, g := range s.partitionGroups() {
 		for pid := int64(1); pid <= 2; pid++ {
@@ -120,12 +140,12 @@ func (s *Sim) offerProduce() {
 			}
 			pr.cur, pr.curSeq = makeBatch(pr.pid, pr.nextSeq, s.clock().UnixMilli(), vals), pr.nextSeq
 		}
-		pr.p = s.proposeParts(pr.group, partition.ProduceParts(pr.cur))
+		pr.p = s.proposeParts(pr.group, pr.String(), partition.ProduceParts(pr.cur))
 	}
 }
 
 // proposeParts submits an entry to the group's believed leader.
-func (s *Sim) proposeParts(group uint64, parts [][]byte) *raftgroup.Proposal {
+func (s *Sim) proposeParts(group uint64, what string, parts [][]byte) *raftgroup.Proposal {
 	for _, n := range s.nodes {
 		if !n.up {
 			continue
@@ -139,6 +159,7 @@ func (s *Sim) proposeParts(group uint64, parts [][]byte) *raftgroup.Proposal {
 			continue
 		}
 		s.traceEvent("produce", group)
+		s.note("partition %d: %s sent to node %d (term %d)", group, what, n.id, g.Status().Term)
 		return p
 	}
 	return nil
@@ -162,6 +183,7 @@ func (s *Sim) pollProducers() {
 			if !expectedFailure(err) {
 				s.chk.fail("partition %d producer %d: send failed unexpectedly: %s", pr.group, pr.pid, err)
 			}
+			s.note("partition %d: %s failed: %s", pr.group, pr, err)
 			if pr.pid < 0 {
 				pr.cur = nil
 			}
@@ -182,6 +204,7 @@ func (s *Sim) ackProduce(pr *producer, v any) {
 		s.pchk.onAck(pr.group, pr.pid, pr.curSeq, res, payload(pr.cur))
 		s.res.Acked++
 		s.traceEvent("ack", pr.group)
+		s.note("partition %d: %s acknowledged at [%d, %d] (duplicate %v)", pr.group, pr, res.Base, res.Last, res.Duplicate)
 	}
 	if pr.pid >= 0 && ok && res.Err == nil {
 		pr.nextSeq += int32(batchRecords(pr.cur))
@@ -243,7 +266,7 @@ func (s *Sim) finishPartitions() {
 			}
 			if end < 0 {
 				if p == nil {
-					p = s.proposeParts(g, partition.ProduceParts(marker))
+					p = s.proposeParts(g, "the final batch", partition.ProduceParts(marker))
 				}
 				return false
 			}

@@ -90,6 +90,7 @@ type Result struct {
 	Acked      int // proposals acknowledged
 	Crashes    int
 	Appends    int      // batches appended to partition logs, all replicas
+	Installs   int      // partition snapshots installed
 	Trace      []string // with Config.Trace: what happened, in order
 }
 
@@ -262,6 +263,7 @@ func (s *Sim) boot(n *node) error {
 	}
 	n.host, n.up = h, true
 	s.traceEvent("boot", n.id)
+	s.note("node %d starts (partitions open: %d)", n.id, len(n.parts))
 	return nil
 }
 
@@ -281,6 +283,7 @@ func (s *Sim) crash(n *node) {
 	n.downUntil = s.now + 1 + int64(s.rng.IntN(s.cfg.DownTicks))
 	s.res.Crashes++
 	s.traceEvent("crash", n.id)
+	s.note("node %d crashes: unsynced raft writes and disk writes lost, down until t%d", n.id, n.downUntil)
 }
 
 func (s *Sim) faults() {
@@ -329,12 +332,14 @@ func (s *Sim) partition() {
 	}
 	s.inPart = s.now + 1 + int64(s.rng.IntN(s.cfg.PartTicks))
 	s.traceEvent("partition", victim)
+	s.note("node %d cut off from the others (one way: %v) until t%d", victim, oneWay, s.inPart)
 }
 
 func (s *Sim) heal() {
 	clear(s.net.cut)
 	s.inPart = 0
 	s.traceEvent("heal", 0)
+	s.note("network healed")
 }
 
 func (s *Sim) dupRate() float64 {
@@ -394,6 +399,11 @@ func (s *Sim) observe() {
 		}
 		for _, g := range n.host.Groups() {
 			if st := g.Status(); st.IsLeader() {
+				if s.cfg.Trace {
+					if _, seen := s.chk.leaders[[2]uint64{st.Group, st.Term}]; !seen {
+						s.note("group %d: node %d leads term %d (commit %d, applied %d)", st.Group, st.Node, st.Term, st.Commit, st.Applied)
+					}
+				}
 				s.chk.onLeader(st.Group, st.Term, st.Node)
 			}
 		}
@@ -406,8 +416,12 @@ func (s *Sim) observe() {
 func (s *Sim) traceEvent(what string, id uint64) {
 	s.trace.Write([]byte(what))
 	s.traceU64(uint64(s.now), id)
+}
+
+// note adds a readable line to the trace (Config.Trace only).
+func (s *Sim) note(format string, args ...any) {
 	if s.cfg.Trace {
-		s.lines = append(s.lines, fmt.Sprintf("t%-4d %-9s %d", s.now, what, id))
+		s.lines = append(s.lines, fmt.Sprintf("t%-4d ", s.now)+fmt.Sprintf(format, args...))
 	}
 }
 

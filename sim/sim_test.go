@@ -11,7 +11,10 @@ import (
 
 var (
 	seedFlag  = flag.Int64("seed", -1, "run only this seed (replays a failure)")
-	seedsFlag = flag.Int("seeds", 1000, "how many seeds TestSim runs")
+	seedsFlag = flag.Int("seeds", 0, "how many seeds TestSim runs (0: 2500, or 60 under the race detector)")
+	fromFlag  = flag.Int64("from", 1, "TestSim's first seed (split a -long run across processes)")
+	longFlag  = flag.Bool("long", false, "TestSim runs 100,000 seeds")
+	traceFlag = flag.Bool("events", false, "keep a readable trace of each run; a failure prints it")
 )
 
 // runSeed seeds crypto/rand, which raft v3.7.0 draws its randomized
@@ -28,31 +31,53 @@ func runSeed(t *testing.T, cfg Config) Result {
 }
 
 func replay(seed uint64) string {
-	return fmt.Sprintf("go test ./sim -run 'TestSim$' -seed %d -v", seed)
+	return fmt.Sprintf("go test ./sim -run 'TestSim$' -seed %d -events -v", seed)
 }
 
 // TestSim runs many seeds of a fault-heavy simulation and checks raft's
 // safety invariants on our raftgroup code. A failure prints its seed and
 // the command that replays it.
 func TestSim(t *testing.T) {
-	first, n := uint64(1), *seedsFlag
+	first, n := uint64(*fromFlag), seedCount()
 	if *seedFlag >= 0 {
 		first, n = uint64(*seedFlag), 1
 	}
 	start := time.Now()
-	var acked, applied, crashes, appends int
+	var acked, applied, crashes, appends, installs int
 	for seed := first; seed < first+uint64(n); seed++ {
-		res := runSeed(t, DefaultConfig(seed))
+		cfg := DefaultConfig(seed)
+		cfg.Trace = *traceFlag
+		res := runSeed(t, cfg)
 		if err := res.Err(); err != nil {
 			t.Fatalf("%v\nreplay: %s", err, replay(seed))
 		}
 		acked, applied, crashes, appends = acked+res.Acked, applied+res.Applied, crashes+res.Crashes, appends+res.Appends
+		installs += res.Installs
+		if *seedFlag >= 0 && *traceFlag {
+			t.Logf("seed %d trace:\n  %s", seed, strings.Join(res.Trace, "\n  "))
+		}
 		if *seedFlag >= 0 {
 			t.Logf("seed %d: trace %016x, %d ticks, %d acked, %d applied, %d crashes", seed, res.TraceHash, res.Ticks, res.Acked, res.Applied, res.Crashes)
 		}
 	}
-	t.Logf("%d seeds in %s: %d proposals acknowledged, %d entries applied, %d batches appended to partition logs, %d crashes",
-		n, time.Since(start).Round(time.Millisecond), acked, applied, appends, crashes)
+	t.Logf("%d seeds in %s: %d proposals acknowledged, %d entries applied, %d batches appended to partition logs, %d partition snapshots installed, %d crashes",
+		n, time.Since(start).Round(time.Millisecond), acked, applied, appends, installs, crashes)
+}
+
+// seedCount is how many seeds TestSim runs: 2,500 by default (about 20 s
+// on one core), 60 under the race detector, which slows the simulator
+// twentyfold (.ci/run runs the package again without it, the 2,500 seeds
+// and the planted bugs).
+func seedCount() int {
+	switch {
+	case *seedsFlag > 0:
+		return *seedsFlag
+	case *longFlag:
+		return 100_000
+	case raceEnabled:
+		return 60
+	}
+	return 2500
 }
 
 func TestSim_Deterministic(t *testing.T) {
@@ -74,6 +99,9 @@ func TestSim_Deterministic(t *testing.T) {
 // count: the checker itself must see the damage).
 func plantedBug(t *testing.T, name, want string, plant func(*Config), seeds int) {
 	t.Helper()
+	if raceEnabled {
+		t.Skip("planted bugs run without the race detector (.ci/run's sim step): it makes their failing runs minutes long")
+	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		cfg := DefaultConfig(seed)
 		plant(&cfg)
@@ -131,4 +159,23 @@ func TestSim_CatchesDiskThatAcksUnsyncedWrites(t *testing.T) {
 		c.DiskLiesAboutSync = true
 		c.CrashRate = 0.1
 	}, 300)
+}
+
+// BenchmarkSeeds measures whole seeds of DefaultConfig per second, with
+// and without the partition groups, so their cost is measured in one run:
+//
+//	go test ./sim -run '^$' -bench Seeds -benchtime 200x
+func BenchmarkSeeds(b *testing.B) {
+	for _, parts := range []int{0, 1} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			for i := range b.N {
+				cfg := DefaultConfig(uint64(i) + 1)
+				cfg.Partitions = parts // crypto/rand unseeded: timing needs no replay
+				if _, err := Run(cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "seeds/s")
+		})
+	}
 }
