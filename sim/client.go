@@ -44,8 +44,10 @@ func failed(c *client) bool {
 	}
 }
 
-// propose submits data to the group's believed leader; nil if none.
-func (s *Sim) propose(group uint64, data string) *client {
+// proposeToLeader submits parts to the first live node, in id order, that
+// believes it leads the group and takes the proposal, as a client
+// following leader hints would; nil and 0 if none does.
+func (s *Sim) proposeToLeader(group uint64, parts ...[]byte) (*raftgroup.Proposal, uint64) {
 	for _, n := range s.nodes {
 		if !n.up {
 			continue
@@ -54,17 +56,24 @@ func (s *Sim) propose(group uint64, data string) *client {
 		if g == nil || !g.Status().IsLeader() {
 			continue
 		}
-		p, err := g.Propose(ctxBackground, []byte(data))
-		if err != nil {
-			continue
+		if p, err := g.Propose(ctxBackground, parts...); err == nil {
+			return p, n.id
 		}
-		c := &client{group: group, data: data, p: p}
-		s.clients = append(s.clients, c)
-		s.traceEvent("propose", group)
-		s.note("group %d: %q proposed to node %d", group, data, n.id)
-		return c
 	}
-	return nil
+	return nil, 0
+}
+
+// propose submits data to the group's believed leader; nil if none.
+func (s *Sim) propose(group uint64, data string) *client {
+	p, leader := s.proposeToLeader(group, []byte(data))
+	if p == nil {
+		return nil
+	}
+	c := &client{group: group, data: data, p: p}
+	s.clients = append(s.clients, c)
+	s.traceEvent("propose", group)
+	s.note("group %d: %q proposed to node %d", group, data, leader)
+	return c
 }
 
 // pollClients records acknowledged proposals without blocking.

@@ -146,23 +146,12 @@ func (s *Sim) offerProduce() {
 
 // proposeParts submits an entry to the group's believed leader.
 func (s *Sim) proposeParts(group uint64, what string, parts [][]byte) *raftgroup.Proposal {
-	for _, n := range s.nodes {
-		if !n.up {
-			continue
-		}
-		g := n.host.Group(group)
-		if g == nil || !g.Status().IsLeader() {
-			continue
-		}
-		p, err := g.Propose(ctxBackground, parts...)
-		if err != nil {
-			continue
-		}
+	p, leader := s.proposeToLeader(group, parts...)
+	if p != nil {
 		s.traceEvent("produce", group)
-		s.note("partition %d: %s sent to node %d (term %d)", group, what, n.id, g.Status().Term)
-		return p
+		s.note("partition %d: %s sent to node %d", group, what, leader)
 	}
-	return nil
+	return p
 }
 
 // pollProducers records acknowledged batches; an idempotent producer

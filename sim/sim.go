@@ -238,7 +238,7 @@ func (s *Sim) boot(n *node) error {
 				// A replica that cannot open is a finding, not the end of
 				// the run: the node runs on without it, and the final
 				// checks report the missing replica.
-				s.chk.fail("node %d partition %d: open at tick %d: %s", n.id, g, s.now, err)
+				s.chk.fail("node %d partition %d: cannot open at tick %d: %s", n.id, g, s.now, err)
 				continue
 			}
 			n.parts[g], sm = r, r
@@ -257,7 +257,7 @@ func (s *Sim) boot(n *node) error {
 			if !s.isPartition(g) {
 				return fmt.Errorf("sim: node %d group %d: %w", n.id, g, err)
 			}
-			s.chk.fail("node %d partition %d: start at tick %d: %s", n.id, g, s.now, err)
+			s.chk.fail("node %d partition %d: cannot start at tick %d: %s", n.id, g, s.now, err)
 			delete(n.parts, g)
 		}
 	}

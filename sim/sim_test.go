@@ -116,49 +116,27 @@ func plantedBug(t *testing.T, name, want string, plant func(*Config), seeds int)
 	t.Fatalf("the checker never noticed %s in %d seeds", name, seeds)
 }
 
-func TestSim_CatchesStorageThatAcksUnsyncedWrites(t *testing.T) {
-	plantedBug(t, "a storage that acknowledges unsynced writes", "changed", func(c *Config) {
-		c.LieAboutSync = true
-		c.CrashRate = 0.1
-	}, 200)
+// plantedBugs are the planted bugs, each with the violation that shows
+// it was caught and how many seeds may pass first (TestSim's count or
+// fewer, so CI's seeds would catch it too).
+var plantedBugs = []struct {
+	name, want string
+	plant      func(*Config)
+	seeds      int
+}{
+	{"a raft storage that acknowledges unsynced writes", "changed", func(c *Config) { c.LieAboutSync, c.CrashRate = true, 0.1 }, 200},
+	{"an entry applied twice", "twice", func(c *Config) { c.ApplyTwice = true }, 5},
+	{"an acknowledged batch lost with the raft log", "acknowledged batch", func(c *Config) { c.LieAboutSync, c.CrashRate = true, 0.1 }, 300},
+	{"replicas with different bytes at one offset", "different bytes", func(c *Config) { c.LieAboutSync, c.CrashRate = true, 0.1 }, 300},
+	{"a retried idempotent batch appended twice", "appended twice", func(c *Config) { c.DropProducerID = true }, 300},
+	{"a leader serving before it caught up", "went backwards", func(c *Config) { c.ServeBeforeCaughtUp, c.CrashRate = true, 0.1 }, 300},
+	{"a partition disk that acknowledges unsynced writes", "cannot", func(c *Config) { c.DiskLiesAboutSync, c.CrashRate = true, 0.1 }, 300},
 }
 
-func TestSim_CatchesDoubleApply(t *testing.T) {
-	plantedBug(t, "an entry applied twice", "twice", func(c *Config) { c.ApplyTwice = true }, 5)
-}
-
-func TestSim_CatchesLostAcknowledgedBatch(t *testing.T) {
-	plantedBug(t, "an acknowledged batch lost with the raft log", "acknowledged batch", func(c *Config) {
-		c.LieAboutSync = true
-		c.CrashRate = 0.1
-	}, 300)
-}
-
-func TestSim_CatchesDivergentPartitionLogs(t *testing.T) {
-	plantedBug(t, "replicas with different bytes at one offset", "different bytes", func(c *Config) {
-		c.LieAboutSync = true
-		c.CrashRate = 0.1
-	}, 300)
-}
-
-func TestSim_CatchesRetryAppendedTwice(t *testing.T) {
-	plantedBug(t, "a retried idempotent batch appended twice", "appended twice", func(c *Config) {
-		c.DropProducerID = true
-	}, 300)
-}
-
-func TestSim_CatchesHighWatermarkGoingBack(t *testing.T) {
-	plantedBug(t, "a leader serving before it caught up", "went backwards", func(c *Config) {
-		c.ServeBeforeCaughtUp = true
-		c.CrashRate = 0.1
-	}, 300)
-}
-
-func TestSim_CatchesDiskThatAcksUnsyncedWrites(t *testing.T) {
-	plantedBug(t, "a partition disk that acknowledges unsynced writes", "partition", func(c *Config) {
-		c.DiskLiesAboutSync = true
-		c.CrashRate = 0.1
-	}, 300)
+func TestSim_CatchesPlantedBugs(t *testing.T) {
+	for _, b := range plantedBugs {
+		t.Run(b.name, func(t *testing.T) { plantedBug(t, b.name, b.want, b.plant, b.seeds) })
+	}
 }
 
 // BenchmarkSeeds measures whole seeds of DefaultConfig per second, with
