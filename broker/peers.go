@@ -11,7 +11,10 @@ import (
 // registered, coordinator.State.PeerAddrs) and the transport lacks, or
 // holds under another address, is added. So nodes that join at run time
 // become peers of every node without a restart, and a node that comes
-// back on a new address is dialled there. Nodes are never removed here.
+// back on a new address is dialled there. A removed broker
+// (coordinator.State.Removed) whose address the state no longer holds is
+// dropped from the transport: its queue, connections and streams close,
+// and it is refused until it is admitted again.
 func (n *Node) peersLoop(ctx context.Context) {
 	for {
 		changed := n.meta.Changed()
@@ -25,13 +28,19 @@ func (n *Node) peersLoop(ctx context.Context) {
 }
 
 func (n *Node) syncPeers(st *coordinator.State) {
-	have := n.peer.Peers()
-	for id, addr := range st.PeerAddrs() {
+	have, addrs := n.peer.Peers(), st.PeerAddrs()
+	for id, addr := range addrs {
 		if id == n.cfg.NodeID || have[id] == addr {
 			continue
 		}
 		n.log.Info("peer address from the metadata", "peer", id, "addr", addr, "was", have[id])
 		n.peer.AddPeer(id, addr)
+	}
+	for _, id := range st.Removed {
+		if _, ok := have[id]; ok && addrs[id] == "" && id != n.cfg.NodeID {
+			n.log.Info("removed broker dropped from the peer transport", "peer", id)
+			n.peer.RemovePeer(id)
+		}
 	}
 }
 

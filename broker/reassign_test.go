@@ -339,6 +339,9 @@ func TestDecommission_EmptiesTheNodeThenRemoves(t *testing.T) {
 	if err := propose(&coordinator.Command{RemoveBroker: &coordinator.RemoveBroker{ID: 4}}); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, "the others to drop node 4 from their peer transports", func() bool {
+		return !c.nodes[1].hasPeer(4) && !c.nodes[2].hasPeer(4) && !c.nodes[3].hasPeer(4)
+	})
 	c.stop(4)
 	c.start(4)
 	// The restarted node replays group 0 past the removal (then group 0
