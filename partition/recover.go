@@ -271,7 +271,10 @@ func (l *Log) firstBatchMatches(s *segment, size int64) bool {
 // offset, rebuilding the indexes, and cutting the file at the first byte
 // that is not a valid next batch.
 func (l *Log) scanSegment(s *segment, size int64) (torn bool, err error) {
-	w := newWalker(s.f, 0, size, scanBufSize)
+	// A segment smaller than the buffer needs no more than its size (a node
+	// opening thousands of small partitions would otherwise allocate a
+	// whole buffer for each); the walker grows it for a larger batch.
+	w := newWalker(s.f, 0, size, int(min(scanBufSize, max(size, batchHeaderSize))))
 	defer w.close()
 	for {
 		h, b, err := w.nextBatch()

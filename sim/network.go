@@ -115,14 +115,4 @@ func (t *transport) SendSnapshot(to uint64, env raftgroup.Envelope, body io.Read
 	t.n.push(&inflight{from: t.from, to: to, env: raftgroup.Envelope{Group: env.Group, Msg: clone(env.Msg)}, snapBody: b, done: done})
 }
 
-func clone(m *raftpb.Message) *raftpb.Message {
-	b, err := proto.Marshal(m)
-	if err != nil {
-		panic(err)
-	}
-	var c raftpb.Message
-	if err := proto.Unmarshal(b, &c); err != nil {
-		panic(err)
-	}
-	return &c
-}
+func clone(m *raftpb.Message) *raftpb.Message { return proto.Clone(m).(*raftpb.Message) }
