@@ -52,6 +52,15 @@ type ManagerConfig struct {
 	// checkpointed when no flush policy says more (Kafka's recovery point
 	// checkpoint, 60 s).
 	CheckpointInterval time.Duration
+	// Manual runs the Manager without goroutines or timers of its own, as
+	// raftgroup's manual mode does, for the simulator: the caller drives
+	// it from one goroutine with Step (the timers, AlterPartition answers
+	// and leader flushes) and FetchRounds (follower fetches), in the time
+	// Clock gives. A manual follower asks its leader not to hold a fetch
+	// (MaxWaitMillis 0), and a manual leader answers at once.
+	Manual bool
+	// Clock is the time source; nil means time.Now.
+	Clock func() time.Time
 	// Hooks receive events for metrics; nil ones are skipped.
 	Hooks Hooks
 	// Logger receives role and ISR changes; nil discards them.

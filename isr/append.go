@@ -39,7 +39,7 @@ func (p *Partition) Append(batch []byte, info partition.BatchInfo, acksAll bool)
 	if res.Err != nil || res.Duplicate {
 		return a, nil
 	}
-	now := time.Now()
+	now := p.m.now()
 	p.flush.appended(int64(info.NumRecords), now)
 	if err := p.maybeFlush(now); err != nil {
 		return nil, err
@@ -228,6 +228,10 @@ func (p *Partition) startFlush() {
 		return
 	}
 	p.flushing = true
+	if p.m.cfg.Manual {
+		p.m.flushManual(p)
+		return
+	}
 	go p.flushLoop()
 }
 
@@ -262,7 +266,7 @@ func (p *Partition) flushLoop() {
 		if gen == p.truncGen {
 			p.markFlushed(end)
 			if p.role == RoleLeader && p.flush.strict() {
-				p.setHW(p.lead.appended(end, time.Now()))
+				p.setHW(p.lead.appended(end, p.m.now()))
 			}
 		}
 		p.mu.Unlock()

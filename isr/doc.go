@@ -20,6 +20,13 @@
 //     lag time, flush.ms, the periodic checkpoint). Followers and leaders
 //     speak Kafka's own follower Fetch (wire.go) over the peer transport's
 //     fetch stream.
+//   - In manual mode (ManagerConfig.Manual, manual.go) the Manager starts
+//     no goroutine and reads only ManagerConfig.Clock: the caller drives
+//     it from one goroutine with Step (AlterPartition answers, leader
+//     flushes, the timers) and FetchRounds (each fetcher's next request,
+//     sent by the caller to the leader's HandleFetch, which then answers
+//     at once). It is the simulator's way in, as raftgroup's manual mode
+//     is; every pass goes in group and leader order.
 //
 // # Ownership and locks
 //

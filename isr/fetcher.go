@@ -52,7 +52,7 @@ func (f *fetcher) run() {
 		if !ok {
 			return
 		}
-		now := time.Now()
+		now := f.m.now()
 		sent, req := f.request(parts, now)
 		if len(sent) == 0 {
 			f.sleep(retryWait(parts, now))
@@ -96,6 +96,12 @@ func (f *fetcher) round(sent []fetchPos, req *kmsg.FetchRequest) bool {
 		}
 		return false
 	}
+	return f.answer(sent, b)
+}
+
+// answer decodes a fetch answer and applies it; it reports whether the
+// round needs no backoff.
+func (f *fetcher) answer(sent []fetchPos, b []byte) bool {
 	resp, err := decodeFetchResponse(b)
 	if err == nil && resp.ErrorCode != 0 {
 		f.m.logger.Warn("isr: fetch refused", "leader", f.leader, "code", resp.ErrorCode)
@@ -141,7 +147,9 @@ func (f *fetcher) request(parts []*Partition, now time.Time) ([]fetchPos, *kmsg.
 			req.ReplicaState.Epoch = int64(e)
 		}
 	}
-	req.MaxWaitMillis = int32(f.m.cfg.ReplicaFetchWaitMax.Milliseconds())
+	if !f.m.cfg.Manual {
+		req.MaxWaitMillis = int32(f.m.cfg.ReplicaFetchWaitMax.Milliseconds())
+	}
 	req.MinBytes = 1
 	req.MaxBytes = int32(f.m.cfg.MaxFetchBytes)
 	req.SessionID, req.SessionEpoch = 0, -1

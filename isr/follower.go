@@ -56,14 +56,14 @@ func (p *Partition) applyFetch(leader uint64, pos fetchPos, rp *kmsg.FetchRespon
 			// again soon, and count the answer usable so that the
 			// fetcher does not back off. The new leader's HW, and so
 			// its acks=all producers, wait for this fetch.
-			p.retryAt = time.Now().Add(behindBackoff)
+			p.retryAt = p.m.now().Add(behindBackoff)
 			return true
 		}
-		p.retryAt = time.Now().Add(refusedBackoff)
+		p.retryAt = p.m.now().Add(refusedBackoff)
 		return false
 	default:
 		p.logger.Warn("isr: fetch error", "group", p.cfg.Group, "leader", leader, "code", rp.ErrorCode)
-		p.retryAt = time.Now().Add(refusedBackoff)
+		p.retryAt = p.m.now().Add(refusedBackoff)
 		return false
 	}
 	if rp.DivergingEpoch.EndOffset >= 0 || rp.DivergingEpoch.Epoch >= 0 {
@@ -101,7 +101,7 @@ func (p *Partition) retryIn(now time.Time) time.Duration {
 // appendFetched appends the leader's batches, then flushes if the policy
 // says so, before the next fetch reports them.
 func (p *Partition) appendFetched(b []byte) error {
-	now := time.Now()
+	now := p.m.now()
 	err := splitBatches(b, func(batch []byte) error {
 		if err := p.log.AppendFollower(batch); err != nil {
 			return err
@@ -153,7 +153,7 @@ func (p *Partition) truncateDiverging(epoch int32, end int64) {
 	p.logger.Info("isr: truncating diverged log", "group", p.cfg.Group, "leader_epoch", epoch, "leader_end", end, "to", to, "leo", leo)
 	if err := p.truncating(func() error { return p.log.TruncateTo(to) }); err != nil {
 		p.logger.Error("isr: truncate", "group", p.cfg.Group, "to", to, "err", err)
-		p.retryAt = time.Now().Add(refusedBackoff)
+		p.retryAt = p.m.now().Add(refusedBackoff)
 	}
 }
 
@@ -175,6 +175,6 @@ func (p *Partition) outOfRange(rp *kmsg.FetchResponseTopicPartition) {
 	}
 	if err != nil {
 		p.logger.Warn("isr: offset out of range", "group", p.cfg.Group, "err", err)
-		p.retryAt = time.Now().Add(refusedBackoff)
+		p.retryAt = p.m.now().Add(refusedBackoff)
 	}
 }

@@ -1,10 +1,12 @@
 package isr
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +31,11 @@ type Manager struct {
 	// activity is notified at every append, HW change and role change of
 	// a partition here, for the fetch long-polls.
 	activity notifier
+
+	// Manual mode only (manual.go), guarded by mu.
+	alters  []alterWatch // AlterPartition answers Step hands over
+	flushes []*Partition // leader flushes Step runs
+	ticks   manualTimers
 
 	ctx    context.Context // ends at Close: fetches in flight stop
 	cancel context.CancelFunc
@@ -74,6 +81,10 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		stop: make(chan struct{}),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if cfg.Manual {
+		m.ticks = newManualTimers(m.now())
+		return m, nil
+	}
 	m.wg.Add(1)
 	go m.timers()
 	return m, nil
@@ -151,11 +162,26 @@ func (m *Manager) lookup(topic [16]byte, index int32) *Partition {
 func (m *Manager) partitions() []*Partition {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]*Partition, 0, len(m.parts))
-	for _, p := range m.parts {
+	return sortedParts(m.parts)
+}
+
+// sortedParts lists ps by group, so that every pass over them (and a
+// simulated run) goes in one order.
+func sortedParts(ps map[uint64]*Partition) []*Partition {
+	out := make([]*Partition, 0, len(ps))
+	for _, p := range ps {
 		out = append(out, p)
 	}
+	slices.SortFunc(out, func(a, b *Partition) int { return cmp.Compare(a.cfg.Group, b.cfg.Group) })
 	return out
+}
+
+// now is the Manager's time: Config.Clock, or the wall clock.
+func (m *Manager) now() time.Time {
+	if m.cfg.Clock != nil {
+		return m.cfg.Clock()
+	}
+	return time.Now()
 }
 
 // follow moves p to the fetcher towards leader, starting it if new.
@@ -170,8 +196,10 @@ func (m *Manager) follow(p *Partition, leader uint64) {
 	if f == nil {
 		f = newFetcher(m, leader)
 		m.fetchers[leader] = f
-		m.wg.Add(1)
-		go f.run()
+		if !m.cfg.Manual {
+			m.wg.Add(1)
+			go f.run()
+		}
 	}
 	f.parts[p.cfg.Group] = p
 	f.kick()
@@ -202,11 +230,7 @@ func (m *Manager) fetchSet(f *fetcher) ([]*Partition, bool) {
 		}
 		return nil, false
 	}
-	out := make([]*Partition, 0, len(f.parts))
-	for _, p := range f.parts {
-		out = append(out, p)
-	}
-	return out, true
+	return sortedParts(f.parts), true
 }
 
 // timers runs ISR expiration every half lag time (Kafka's

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/internal/logging"
 	"github.com/raftq/raftq/partition"
 )
@@ -97,7 +98,7 @@ func (p *Partition) Update(s State) {
 	}
 	p.st = cloneState(s)
 	p.retryAt = time.Time{}
-	now := time.Now()
+	now := p.m.now()
 	switch {
 	case s.Leader == p.m.cfg.Self && p.role == RoleLeader && s.LeaderEpoch == p.epoch:
 		p.setHW(p.lead.updateMetadata(p.term(), now))
@@ -225,19 +226,29 @@ func (p *Partition) watchAlter() {
 	if ch == nil {
 		return
 	}
+	if p.m.cfg.Manual {
+		p.m.watchAlterManual(p, ch)
+		return
+	}
 	go func() {
 		res, ok := <-ch
 		if !ok {
 			return
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.closed || p.lead.alterDone() != ch {
-			return
-		}
-		p.setHW(p.lead.handleAlterResult(res, time.Now()))
-		p.afterLeaderChange()
+		p.alterAnswered(ch, res)
 	}()
+}
+
+// alterAnswered hands an AlterPartition answer to the bookkeeping, unless
+// a newer proposal replaced the one it answers.
+func (p *Partition) alterAnswered(ch <-chan coordinator.ItemResult, res coordinator.ItemResult) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.lead.alterDone() != ch {
+		return
+	}
+	p.setHW(p.lead.handleAlterResult(res, p.m.now()))
+	p.afterLeaderChange()
 }
 
 // setHW applies the HW the bookkeeping computed to the log and, if it

@@ -30,6 +30,9 @@ func (m *Manager) HandleFetch(from uint64, b []byte, deadline time.Time) []byte 
 	}
 	s := m.newServe(from, req)
 	s.respond()
+	if m.cfg.Manual {
+		return encodeFetchResponse(s.resp) // nothing waits in manual mode
+	}
 	until := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	if deadline.Before(until) {
 		until = deadline
@@ -65,7 +68,7 @@ func (m *Manager) newServe(from uint64, req *kmsg.FetchRequest) *serve {
 	if req.ReplicaState.Epoch > 0 {
 		s.epoch = uint64(req.ReplicaState.Epoch)
 	}
-	now := time.Now()
+	now := m.now()
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.TopicID = t.TopicID
