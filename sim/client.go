@@ -149,6 +149,7 @@ func (s *Sim) finish() error {
 	s.until(600, func() bool { return s.chk.converged(nodes, groups) })
 	s.chk.final(nodes, groups)
 	s.finishPartitions()
+	s.finishISR()
 	for _, r := range s.chk.replicas {
 		s.res.Applied += len(r)
 	}

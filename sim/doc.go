@@ -20,6 +20,22 @@
 // epochs, checkpoints and snapshot transfer and install are the shipping
 // code's.
 //
+// ISR partitions (Config.ISRPartitions, isr.go) run the real isr.Manager
+// and isr.Partition of every node in manual mode on the same disks: the
+// followers' fetches travel the simulated network, and group 0 is the
+// real coordinator.Metadata with its ISR rules (elections, AlterPartition,
+// fencing, ELR), applied at once and heard only by nodes the partitions
+// leave with the majority. Its controller fences a node silent for ten
+// ticks and re-registers a restarted one, which, as the broker's
+// updateISR does, takes no role until that registration is in. The topic
+// runs min.insync.replicas 2, ELR and flush.messages=1, where Kafka
+// promises that no acknowledged batch is lost to single power losses, so
+// every check above applies to it (at the end, after every replica is
+// back in the ISR at the leader's end). Config.ISRNoFlush runs Kafka's
+// default flush instead, under which successive power losses lose
+// acknowledged batches, as they do in Kafka; a planted-bug test shows the
+// checker finds that.
+//
 // The raft log itself stays on Store, not on the node WAL: the WAL is
 // etcd's storage/wal, which opens, locks, preallocates and renames through
 // os and fileutil directly and has no file-system seam to run over a

@@ -29,6 +29,9 @@ type inflight struct {
 	env      raftgroup.Envelope
 	snapBody []byte
 	done     func(error) // non-nil for a snapshot stream
+	// call, when set, is a request or answer of the ISR fetch stream:
+	// run at delivery if the link is up (call decides what else must hold).
+	call func()
 }
 
 var errUnreachable = errors.New("sim: peer unreachable")
@@ -68,6 +71,12 @@ func (n *network) deliverDue() {
 func (n *network) deliver(f *inflight) {
 	dst := n.s.node(f.to)
 	reachable := dst.up && !n.cut[[2]uint64{f.from, f.to}]
+	if f.call != nil {
+		if reachable {
+			f.call()
+		}
+		return
+	}
 	if f.done != nil {
 		err := errUnreachable
 		if reachable {
@@ -90,6 +99,15 @@ type transport struct {
 }
 
 var _ raftgroup.Transport = (*transport)(nil)
+
+// sendCall schedules fn on node to, as a message from node from that the
+// network may drop, delay or cut like any other.
+func (n *network) sendCall(from, to uint64, fn func()) {
+	if n.s.rng.Float64() < n.s.dropRate() {
+		return
+	}
+	n.push(&inflight{from: from, to: to, call: fn})
+}
 
 // Send schedules each envelope separately, dropping some.
 func (t *transport) Send(to uint64, batch []raftgroup.Envelope) bool {

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/raftq/raftq/internal/vfs"
+	"github.com/raftq/raftq/isr"
 	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/raftgroup"
 )
@@ -107,6 +108,36 @@ type producer struct {
 	curSeq  int32
 	p       *raftgroup.Proposal
 	made    int
+
+	// An ISR partition's producer sends to isrPart's leader; a is its
+	// append in flight there, on node at incarnation inc since sentAt.
+	isrPart int
+	a       *isr.Appended
+	node    uint64
+	inc     int
+	sentAt  int64
+}
+
+// next makes the producer's next batch unless it has one to resend.
+func (pr *producer) next(s *Sim) {
+	if pr.cur != nil {
+		return
+	}
+	pr.made++
+	n := 1 + s.rng.IntN(3)
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("g%d-p%d-b%d-r%d", pr.group, pr.pid, pr.made, i)
+	}
+	pr.cur, pr.curSeq = makeBatch(pr.pid, pr.nextSeq, s.clock().UnixMilli(), vals), pr.nextSeq
+}
+
+// failed notes a send that failed or whose outcome is unknown: an
+// idempotent producer resends the batch, a plain one drops it.
+func (pr *producer) failed() {
+	if pr.pid < 0 {
+		pr.cur = nil
+	}
 }
 
 func (pr *producer) String() string {
@@ -131,15 +162,7 @@ func (s *Sim) offerProduce() {
 		if pr.p != nil || s.rng.Float64() >= s.cfg.ProposeRate {
 			continue
 		}
-		if pr.cur == nil {
-			pr.made++
-			n := 1 + s.rng.IntN(3)
-			vals := make([]string, n)
-			for i := range vals {
-				vals[i] = fmt.Sprintf("g%d-p%d-b%d-r%d", pr.group, pr.pid, pr.made, i)
-			}
-			pr.cur, pr.curSeq = makeBatch(pr.pid, pr.nextSeq, s.clock().UnixMilli(), vals), pr.nextSeq
-		}
+		pr.next(s)
 		pr.p = s.proposeParts(pr.group, pr.String(), partition.ProduceParts(pr.cur))
 	}
 }
@@ -173,9 +196,7 @@ func (s *Sim) pollProducers() {
 				s.chk.fail("partition %d producer %d: send failed unexpectedly: %s", pr.group, pr.pid, err)
 			}
 			s.note("partition %d: %s failed: %s", pr.group, pr, err)
-			if pr.pid < 0 {
-				pr.cur = nil
-			}
+			pr.failed()
 			continue
 		}
 		s.ackProduce(pr, res.Value)

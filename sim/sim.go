@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/raftq/raftq/internal/vfs"
+	"github.com/raftq/raftq/isr"
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -22,6 +23,14 @@ type Config struct {
 	// partition.Replica on each node's simulated disk (a vfs.Mem), fed by
 	// Kafka producers (two idempotent, one plain, per partition).
 	Partitions int
+	// ISRPartitions adds a topic of that many ISR-mode partitions, each on
+	// every node: the real isr.Manager and isr.Partition in manual mode,
+	// on the same disks, with group 0's real ISR rules (isr.go).
+	ISRPartitions int
+	// ISRNoFlush runs them with Kafka's default flush.messages (never
+	// fsync), under which Kafka itself may lose acknowledged batches to
+	// successive power losses (ISR-NOTES §2c).
+	ISRNoFlush bool
 	Ticks      int // ticks of faults and load before the final heal
 
 	ProposeRate float64 // per group per tick
@@ -31,7 +40,10 @@ type Config struct {
 	PartTicks   int     // how long a partition lasts (max)
 	DropRate    float64 // per envelope, outside the final phase
 	DupRate     float64 // per envelope: delivered twice
-	MaxDelay    int     // ticks an envelope may take; > 0 reorders
+	// CorruptRate is, per tick, the chance that one file on the disk of a
+	// node that is down has bits flipped or is cut short (corrupt.go).
+	CorruptRate float64
+	MaxDelay    int // ticks an envelope may take; > 0 reorders
 
 	SnapshotEntries uint64 // raftgroup snapshot interval (small: exercises install)
 	// AsyncStorageWrites runs the groups with raft's asynchronous storage
@@ -60,7 +72,7 @@ type Config struct {
 // ticks of load and faults, then a heal and a final check.
 func DefaultConfig(seed uint64) Config {
 	return Config{
-		Seed: seed, Nodes: 3, Groups: 2, Partitions: 1, Ticks: 80,
+		Seed: seed, Nodes: 3, Groups: 2, Partitions: 1, ISRPartitions: 1, Ticks: 80,
 		ProposeRate: 0.4, CrashRate: 0.03, DownTicks: 25, PartRate: 0.03, PartTicks: 25,
 		DropRate: 0.05, DupRate: 0.02, MaxDelay: 2, SnapshotEntries: 8,
 		AsyncStorageWrites: seed%2 == 1, // half the seeds
@@ -70,7 +82,7 @@ func DefaultConfig(seed uint64) Config {
 // Validate reports the first problem with c.
 func (c *Config) Validate() error {
 	switch {
-	case c.Nodes < 1 || c.Groups < 1 || c.Partitions < 0 || c.Ticks < 0:
+	case c.Nodes < 1 || c.Groups < 1 || c.Partitions < 0 || c.ISRPartitions < 0 || c.Ticks < 0:
 		return errors.New("sim: need nodes, groups and a non-negative tick count")
 	case c.MaxDelay < 0 || c.DownTicks < 1 || c.PartTicks < 1:
 		return errors.New("sim: delays and durations must be positive")
@@ -82,16 +94,17 @@ func (c *Config) Validate() error {
 
 // Result is the outcome of a run.
 type Result struct {
-	Seed       uint64
-	TraceHash  uint64
-	Violations []string
-	Ticks      int64
-	Applied    int // entries applied, all replicas
-	Acked      int // proposals acknowledged
-	Crashes    int
-	Appends    int      // batches appended to partition logs, all replicas
-	Installs   int      // partition snapshots installed
-	Trace      []string // with Config.Trace: what happened, in order
+	Seed        uint64
+	TraceHash   uint64
+	Violations  []string
+	Ticks       int64
+	Applied     int // entries applied, all replicas
+	Acked       int // proposals acknowledged
+	Crashes     int
+	Appends     int      // batches appended to partition logs, all replicas
+	Installs    int      // partition snapshots installed
+	Corruptions int      // files damaged (Config.CorruptRate)
+	Trace       []string // with Config.Trace: what happened, in order
 }
 
 // Err returns the violations as one error, or nil.
@@ -121,9 +134,12 @@ type Sim struct {
 	clients []*client
 	// producers of the partition groups
 	producers []*producer
-	inPart    int64 // partition heals at this tick
-	final     bool
-	res       Result
+	// ISR partitions: group 0 and the producers
+	ctrl         *isrController
+	isrProducers []*producer
+	inPart       int64 // partition heals at this tick
+	final        bool
+	res          Result
 }
 
 type node struct {
@@ -134,6 +150,19 @@ type node struct {
 	stores    map[uint64]*Store
 	disk      *vfs.Mem                // the partitions' files, across incarnations
 	parts     map[uint64]*partReplica // this incarnation's partition replicas
+
+	// The ISR side (isr.go): this incarnation's Manager and replicas, by
+	// partition; how many starts it had; whether it must register again;
+	// its broker epoch as last heard; fetches in flight by leader (the
+	// tick each was sent); how far its committed batches were checked.
+	isrM        *isr.Manager
+	isrParts    []*isr.Partition
+	isrInc      int
+	isrRegister bool
+	isrEpoch    uint64
+	isrIndex    uint64 // group 0's index it last took
+	fetching    map[uint64]int64
+	isrSeen     map[int]int64
 }
 
 // Run executes one seeded run. The caller seeds crypto/rand (raft's
@@ -155,6 +184,10 @@ func Run(cfg Config) (Result, error) {
 		s.nodes = append(s.nodes, n)
 	}
 	s.newProducers()
+	if cfg.ISRPartitions > 0 {
+		s.newISRController()
+		s.newISRProducers()
+	}
 	for _, n := range s.nodes {
 		if err := s.boot(n); err != nil {
 			return s.res, err
@@ -262,6 +295,8 @@ func (s *Sim) boot(n *node) error {
 		}
 	}
 	n.host, n.up = h, true
+	n.isrSeen = map[int]int64{}
+	s.bootISR(n)
 	s.traceEvent("boot", n.id)
 	s.note("node %d starts (partitions open: %d)", n.id, len(n.parts))
 	return nil
@@ -278,6 +313,7 @@ func (s *Sim) crash(n *node) {
 	}
 	n.disk.Crash(s.rng) // the partitions' open files are dead from here
 	n.parts = nil
+	s.crashISR(n)
 	n.host.Close()
 	n.up = false
 	n.downUntil = s.now + 1 + int64(s.rng.IntN(s.cfg.DownTicks))
@@ -299,6 +335,7 @@ func (s *Sim) faults() {
 			s.crash(n)
 		}
 	}
+	s.corruptSome()
 	if s.inPart > 0 && s.now >= s.inPart {
 		s.heal()
 	} else if s.inPart == 0 && s.rng.Float64() < s.cfg.PartRate {
@@ -375,6 +412,7 @@ func (s *Sim) step(load bool) {
 			n.host.Process()
 		}
 	}
+	s.stepISR(load)
 	s.observe()
 }
 

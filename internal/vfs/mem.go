@@ -271,6 +271,22 @@ func (m *Mem) Crash(rng *rand.Rand) {
 	}
 }
 
+// Damage rewrites a file's contents as a failing disk might, for a fault
+// injector: damage gets the bytes and returns what the disk now holds. It
+// changes the synced bytes too (a crash does not undo it) and is meant
+// for a file of a stopped node: nothing open should hold it.
+func (m *Mem) Damage(name string, damage func([]byte) []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ino, ok := m.live[clean(name)]
+	if !ok {
+		return pathErr("damage", name, fs.ErrNotExist)
+	}
+	ino.data = damage(slices.Clone(ino.data))
+	ino.sync()
+	return nil
+}
+
 // Paths returns every file path, sorted: for a fault injector to pick one.
 func (m *Mem) Paths() []string {
 	m.mu.Lock()

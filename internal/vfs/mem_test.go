@@ -193,3 +193,19 @@ func TestMem_CrashIsDeterministic(t *testing.T) {
 		t.Fatalf("one seed, two outcomes: %d and %d bytes", len(a), len(b))
 	}
 }
+
+func TestMem_DamageSurvivesACrash(t *testing.T) {
+	m := newDir(t)
+	write(t, m, "/d/a", []byte("hello"), true)
+	m.SyncDir("/d")
+	if err := m.Damage("/d/a", func(b []byte) []byte { b[0] ^= 1; return b[:3] }); err != nil {
+		t.Fatal(err)
+	}
+	m.Crash(rand.New(rand.NewPCG(6, 6)))
+	if b, _ := read(t, m, "/d/a"); string(b) != "iel" {
+		t.Fatalf("after damage and a crash: %q", b)
+	}
+	if err := m.Damage("/d/none", func(b []byte) []byte { return b }); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("damaging a missing file: %v", err)
+	}
+}

@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"path/filepath"
+	"strconv"
+)
+
+// corruptSome damages one file of a node that is down, with
+// Config.CorruptRate per tick: it flips one to three bits at random
+// positions, or cuts the file at a random length, as a failing disk or a
+// torn write past a sync would. The node finds it when it restarts.
+func (s *Sim) corruptSome() {
+	if s.cfg.CorruptRate == 0 || s.rng.Float64() >= s.cfg.CorruptRate {
+		return
+	}
+	var down []*node
+	for _, n := range s.nodes {
+		if !n.up {
+			down = append(down, n)
+		}
+	}
+	if len(down) == 0 {
+		return
+	}
+	n := down[s.rng.IntN(len(down))]
+	paths := n.disk.Paths()
+	if len(paths) == 0 {
+		return
+	}
+	path := paths[s.rng.IntN(len(paths))]
+	flip := s.rng.IntN(2) == 0
+	var what string
+	err := n.disk.Damage(path, func(b []byte) []byte {
+		if len(b) == 0 {
+			what = "left empty"
+			return b
+		}
+		if !flip {
+			cut := s.rng.IntN(len(b))
+			what = "cut at byte " + itoa(cut) + " of " + itoa(len(b))
+			return b[:cut]
+		}
+		what = "bits flipped at"
+		for range 1 + s.rng.IntN(3) {
+			at := s.rng.IntN(len(b))
+			b[at] ^= 1 << s.rng.IntN(8)
+			what += " " + itoa(at)
+		}
+		return b
+	})
+	if err != nil {
+		s.chk.fail("corrupt node %d %s: %s", n.id, path, err)
+		return
+	}
+	s.res.Corruptions++
+	s.traceEvent("corrupt", n.id)
+	s.note("node %d (down): %s %s", n.id, filepath.Base(path), what)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
