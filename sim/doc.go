@@ -87,11 +87,13 @@
 // off, led which term; which batch went to which leader and where it was
 // acknowledged):
 //
-//	go test ./sim -run 'TestSim$' -seed N -events -v
+//	go test ./sim -run 'TestSim$' -seed N -nodes 3 -events -v
 //
-// TestSim runs 2,500 seeds (60 under the race detector; .ci/run runs the
-// 2,500 without it), -seeds N another count, -long 100,000, and -from N
-// starts elsewhere, to split a long run across processes.
+// TestSim runs 2,500 seeds on 3 nodes (60 under the race detector;
+// .ci/run runs the 2,500 without it), -seeds N another count, -long
+// 100,000, -nodes another cluster size, and -from N starts elsewhere, to
+// split a long run across processes. TestSim_FiveNodes runs a tenth as
+// many on 5 nodes.
 //
 // Planted bugs prove that each check fails when it should, each found
 // within TestSim's seed count: Config.LieAboutSync (raft stores that

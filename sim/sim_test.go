@@ -14,6 +14,7 @@ var (
 	seedsFlag = flag.Int("seeds", 0, "how many seeds TestSim runs (0: 2500, or 60 under the race detector)")
 	fromFlag  = flag.Int64("from", 1, "TestSim's first seed (split a -long run across processes)")
 	longFlag  = flag.Bool("long", false, "TestSim runs 100,000 seeds")
+	nodesFlag = flag.Int("nodes", 3, "TestSim's cluster size")
 	traceFlag = flag.Bool("events", false, "keep a readable trace of each run; a failure prints it")
 )
 
@@ -30,8 +31,8 @@ func runSeed(t *testing.T, cfg Config) Result {
 	return res
 }
 
-func replay(seed uint64) string {
-	return fmt.Sprintf("go test ./sim -run 'TestSim$' -seed %d -events -v", seed)
+func replay(seed uint64, nodes int) string {
+	return fmt.Sprintf("go test ./sim -run 'TestSim$' -seed %d -nodes %d -events -v", seed, nodes)
 }
 
 // TestSim runs many seeds of a fault-heavy simulation and checks raft's
@@ -46,10 +47,10 @@ func TestSim(t *testing.T) {
 	var acked, applied, crashes, appends, installs int
 	for seed := first; seed < first+uint64(n); seed++ {
 		cfg := DefaultConfig(seed)
-		cfg.Trace = *traceFlag
+		cfg.Trace, cfg.Nodes = *traceFlag, *nodesFlag
 		res := runSeed(t, cfg)
 		if err := res.Err(); err != nil {
-			t.Fatalf("%v\nreplay: %s", err, replay(seed))
+			t.Fatalf("%v\nreplay: %s", err, replay(seed, cfg.Nodes))
 		}
 		acked, applied, crashes, appends = acked+res.Acked, applied+res.Applied, crashes+res.Crashes, appends+res.Appends
 		installs += res.Installs
@@ -78,6 +79,19 @@ func seedCount() int {
 		return 60
 	}
 	return 2500
+}
+
+// TestSim_FiveNodes runs a tenth of TestSim's seeds on five nodes: raft
+// majorities of three, an ISR of five with min.insync.replicas 2.
+func TestSim_FiveNodes(t *testing.T) {
+	n := max(seedCount()/10, 1)
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		cfg := DefaultConfig(seed)
+		cfg.Nodes = 5
+		if err := runSeed(t, cfg).Err(); err != nil {
+			t.Fatalf("%v\nreplay: %s", err, replay(seed, 5))
+		}
+	}
 }
 
 func TestSim_Deterministic(t *testing.T) {
