@@ -32,6 +32,7 @@ func (s *Sim) offerLoad() {
 		}
 	}
 	s.offerProduce()
+	s.offerMachines()
 }
 
 func failed(c *client) bool {
@@ -139,9 +140,12 @@ func (s *Sim) finish() error {
 	s.until(600, func() bool { return s.chk.converged(nodes, groups) })
 	s.chk.final(nodes, groups)
 	s.finishPartitions()
+	s.finishMachines()
 	for _, r := range s.chk.replicas {
 		s.res.Applied += len(r)
 	}
+	s.res.Applied += s.mach.states.applies()
+	s.res.Restores = s.mach.states.compared
 	for _, n := range s.nodes {
 		n.host.Close()
 	}
