@@ -142,7 +142,7 @@ func (s *Sim) proposeGroupCmd(n *node, g uint64, c *groups.Command) *raftgroup.P
 	if err != nil {
 		return nil
 	}
-	s.traceEvent("offsets", g)
+	s.traceCommand("offsets", g, n.id, data)
 	return p
 }
 
@@ -190,8 +190,9 @@ func (s *Sim) commitCommand(cg *consumerGroup, g *groups.Group) *groups.Commit {
 	if g != nil && len(g.Members) > 0 {
 		ids := g.MemberIDs()
 		c.Generation, c.MemberID, reset = g.Generation, ids[s.rng.IntN(len(ids))], false
+		c.InstanceID = g.Members[c.MemberID].InstanceID
 	}
-	if groups.CheckCommit(g, c.Generation, c.MemberID, "") != 0 {
+	if groups.CheckCommit(g, c.Generation, c.MemberID, c.InstanceID) != 0 {
 		return nil
 	}
 	for _, i := range s.rng.Perm(len(offsetPartitions))[:1+s.rng.IntN(2)] {
@@ -221,6 +222,9 @@ func (s *Sim) groupCommand(cg *consumerGroup, g *groups.Group) *groups.Command {
 		return nil
 	}
 	ids := g.MemberIDs()
+	if c := s.replaceStatic(cg, g); c != nil && s.rng.IntN(6) == 0 {
+		return &groups.Command{ReplaceStatic: c}
+	}
 	switch g.Phase {
 	case groups.PhaseCompleting:
 		if s.rng.IntN(4) > 0 {
@@ -260,8 +264,7 @@ func (s *Sim) newGeneration(cg *consumerGroup, g *groups.Group, keep []string, f
 		ng.Members = append(ng.Members, g.Members[id])
 	}
 	for range fresh {
-		cg.members++
-		ng.Members = append(ng.Members, consumer(fmt.Sprintf("%s-c%d", cg.name, cg.members)))
+		ng.Members = append(ng.Members, s.freshMember(cg, ""))
 	}
 	ng.Leader = ng.Members[0].ID
 	if g != nil && g.Members[g.Leader] != nil && len(keep) > 0 {
@@ -277,13 +280,30 @@ func nextGeneration(gen int32) int32 {
 	return gen + 1
 }
 
-// consumer is a Kafka consumer joining with the range and round-robin
-// protocols, subscribed to every topic it commits.
-func consumer(id string) *groups.Member {
+// freshMember is a Kafka consumer joining with the range and round-robin
+// protocols, subscribed to every topic it commits; one in three is a
+// static member (group.instance.id), unless instance names it already.
+func (s *Sim) freshMember(cg *consumerGroup, instance string) *groups.Member {
+	cg.members++
+	id := fmt.Sprintf("%s-c%d", cg.name, cg.members)
+	if instance == "" && cg.members%3 == 1 {
+		instance = id + "-static"
+	}
 	meta := kmsg.ConsumerMemberMetadata{Topics: []string{"clicks", "orders"}}
 	b := meta.AppendTo(nil)
-	return &groups.Member{ID: id, ClientID: id, ClientHost: "/10.0.0.1", SessionTimeoutMs: 10_000, RebalanceTimeoutMs: 30_000,
-		Protocols: []groups.Protocol{{Name: "range", Metadata: b}, {Name: "roundrobin", Metadata: b}}}
+	return &groups.Member{ID: id, InstanceID: instance, ClientID: id, ClientHost: "/10.0.0.1", SessionTimeoutMs: 10_000,
+		RebalanceTimeoutMs: 30_000, Protocols: []groups.Protocol{{Name: "range", Metadata: b}, {Name: "roundrobin", Metadata: b}}}
+}
+
+// replaceStatic is a static member's rejoin under a new member id
+// (KIP-345), or nil if the group has no static member.
+func (s *Sim) replaceStatic(cg *consumerGroup, g *groups.Group) *groups.ReplaceStatic {
+	for _, id := range g.MemberIDs() {
+		if inst := g.Members[id].InstanceID; inst != "" {
+			return &groups.ReplaceStatic{Group: cg.name, OldID: id, Member: s.freshMember(cg, inst)}
+		}
+	}
+	return nil
 }
 
 // assignment is the group leader's SyncGroup: the partitions dealt round

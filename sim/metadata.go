@@ -314,10 +314,24 @@ func (s *Sim) proposeLeader(group uint64, data []byte, what string) *raftgroup.P
 		if err != nil {
 			continue
 		}
-		s.traceEvent(what, group)
+		s.traceCommand(what, group, n.id, data)
 		return p
 	}
 	return nil
+}
+
+// traceCommand traces a proposal; with Config.Trace its line names the
+// proposing node and the command.
+func (s *Sim) traceCommand(what string, group, node uint64, data []byte) {
+	s.traceEvent(what, group)
+	if s.cfg.Trace {
+		const max = 160
+		cmd := string(data)
+		if len(cmd) > max {
+			cmd = cmd[:max] + "..."
+		}
+		s.lines[len(s.lines)-1] += fmt.Sprintf(" from node %d: %s", node, cmd)
+	}
 }
 
 // metaLoad is the load of one metadata group: what the brokers and the
@@ -375,7 +389,7 @@ func (s *Sim) proposeMetadata(l *metaLoad, n *node) {
 		mp.register = n.id
 	}
 	l.inflight = append(l.inflight, mp)
-	s.traceEvent("meta", l.group)
+	s.traceCommand("meta", l.group, n.id, data)
 }
 
 func (s *Sim) pollMetadata(l *metaLoad) {
@@ -427,7 +441,7 @@ func (s *Sim) metaCommand(l *metaLoad, node uint64, st *coordinator.State) *coor
 		name = names[s.rng.IntN(len(names))] // mostly, requests name topics that exist
 	}
 	t := st.Topics[name]
-	switch s.rng.IntN(16) {
+	switch s.rng.IntN(18) {
 	case 0, 1, 2:
 		name = metaTopics[s.rng.IntN(len(metaTopics))]
 		return &coordinator.Command{CreateTopic: s.createTopic(l, name, len(brokers))}
@@ -475,6 +489,18 @@ func (s *Sim) metaCommand(l *metaLoad, node uint64, st *coordinator.State) *coor
 		return &coordinator.Command{UpdateFeatures: &coordinator.UpdateFeatures{EligibleLeaderReplicas: s.rng.IntN(2) == 0}}
 	case 14:
 		return &coordinator.Command{SetMaintenance: &coordinator.SetMaintenance{ID: broker, On: s.rng.IntN(2) == 0}}
+	case 15:
+		return &coordinator.Command{Decommission: &coordinator.Decommission{ID: broker, On: s.rng.IntN(3) == 0}}
+	case 16:
+		// The metadata leader's broker configs, as the controller
+		// proposes them when they differ from the state's.
+		set := map[string]string{"log.retention.hours": fmt.Sprint(1 + s.rng.IntN(200))}
+		if s.rng.IntN(2) == 0 {
+			set["log.cleanup.policy"] = "compact"
+		}
+		if d, err := coordinator.ResolveTopicDefaults(set); err == nil {
+			return &coordinator.Command{SetTopicDefaults: &coordinator.SetTopicDefaults{Defaults: d, ConfigVersion: coordinator.CurrentConfigVersion}}
+		}
 	}
 	return &coordinator.Command{AllocateProducerIDs: &coordinator.AllocateProducerIDs{Node: node, Count: 1000}}
 }

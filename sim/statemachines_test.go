@@ -19,14 +19,16 @@ func machinesConfig(seed uint64) Config {
 // TestSim_StateMachines runs seeds with the coordinator's real state
 // machines: the metadata of group 0 and a __consumer_offsets partition.
 func TestSim_StateMachines(t *testing.T) {
-	first, n := uint64(1), min(500, *seedsFlag) // -seeds 200 speeds this up too
+	first, n := uint64(1), *seedsFlag/2 // 500 by default
 	if *seedFlag >= 0 {
 		first, n = uint64(*seedFlag), 1
 	}
 	start := time.Now()
 	var commands, refused, applied, restores int
 	for seed := first; seed < first+uint64(n); seed++ {
-		res := runSeed(t, machinesConfig(seed))
+		cfg := machinesConfig(seed)
+		cfg.Trace = *seedFlag >= 0 // a replay prints what happened
+		res := runSeed(t, cfg)
 		if err := res.Err(); err != nil {
 			t.Fatalf("%v\nreplay: go test ./sim -run 'TestSim_StateMachines$' -seed %d -v", err, seed)
 		}
