@@ -163,6 +163,14 @@ func (r *machineReplica) SkipEntry(index uint64) {
 	r.s.mach.states.onSkip(r.node, r.group, index)
 }
 
+// fresh returns an empty state machine of r's kind.
+func (r *machineReplica) fresh() raftgroup.StateMachine {
+	if r.meta != nil {
+		return coordinator.NewMetadata()
+	}
+	return groups.NewMachine()
+}
+
 // digest hashes the state as Snapshot encodes it.
 func (r *machineReplica) digest() uint64 {
 	b, err := r.StateMachine.Snapshot()
@@ -286,6 +294,11 @@ func (s *Sim) finalMachine(g uint64) {
 		if err != nil {
 			s.chk.fail("%s group %d node %d: snapshot: %s", r.kind, g, n.id, err)
 			continue
+		}
+		if err := r.fresh().Restore(&raftpb.Snapshot{Data: b}); err != nil {
+			// Metadata's Restore checks the state's invariants
+			// (coordinator/state_check.go), which apply must keep.
+			s.chk.fail("%s group %d node %d: the final state does not restore: %s", r.kind, g, n.id, err)
 		}
 		at := s.mach.states.last[[2]uint64{n.id, g}].p
 		switch {
