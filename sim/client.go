@@ -32,6 +32,7 @@ func (s *Sim) offerLoad() {
 		}
 	}
 	s.offerProduce()
+	s.offerMachines()
 }
 
 func failed(c *client) bool {
@@ -150,9 +151,12 @@ func (s *Sim) finish() error {
 	s.chk.final(nodes, groups)
 	s.finishPartitions()
 	s.finishISR()
+	s.finishMachines()
 	for _, r := range s.chk.replicas {
 		s.res.Applied += len(r)
 	}
+	s.res.Applied += s.mach.states.applies()
+	s.res.Restores = s.mach.states.compared
 	for _, n := range s.nodes {
 		n.host.Close()
 	}

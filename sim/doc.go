@@ -107,4 +107,28 @@
 //
 // Goroutines: none. Run owns everything it creates; it is not safe to run
 // two simulations at once in one process (crypto/rand is process-global).
+//
+// Coordinator state machines (Config.MetadataGroups, Config.OffsetGroups;
+// metadata.go, groups.go): groups that run coordinator.Metadata, opened as
+// the controller opens group 0 (forwarded proposals, always fsync), fed
+// by every node the commands brokers and the controller propose
+// (registrations on each start, liveness, topics, configs, topic
+// defaults, hints, producer ids, reassignments, ISR changes, elections,
+// features, shutdowns, maintenance, decommissions), and groups that run
+// groups.Machine, fed by the simulator playing the group coordinator on
+// the leader (Barrier, NewGeneration, Assign, Remove, ReplaceStatic,
+// Commit checked with CheckCommit, DeleteOffsets, DeleteGroups, Expire;
+// heartbeats are no command). Built from stale views, some fail at
+// apply, as in real use. Checked (metadata_check.go, groups_check.go):
+// every replica's state, as Snapshot encodes it, is the same after the
+// same entry, the same after a restore from a snapshot at index i as the
+// others' after i, and the same at the end, where it must also restore
+// into a fresh machine (Metadata's Restore checks its invariants); a
+// restored state encodes to its snapshot's bytes; a committed offset
+// never goes backwards or vanishes without a reset (OffsetDelete,
+// DeleteGroups, expiry, or a simple commit as --reset-offsets makes).
+// Planted bugs: SkipMetadataCommand, SkipOffsetCommand, CommitGoesBack.
+// These groups are off in DefaultConfig (they double a seed's CPU time:
+// two more raft groups, each busier than a toy one);
+// TestSim_StateMachines runs 500 seeds with them on.
 package sim

@@ -95,7 +95,9 @@ func (s *Sim) partitionGroups() []uint64 {
 	return out
 }
 
-func (s *Sim) isPartition(g uint64) bool { return g > uint64(s.cfg.Groups) }
+func (s *Sim) isPartition(g uint64) bool {
+	return g > uint64(s.cfg.Groups) && g <= uint64(s.cfg.Groups+s.cfg.Partitions)
+}
 
 // producer is one Kafka producer of a partition: idempotent ones retry a
 // batch (same sequence) until it is acknowledged, as Kafka clients do;

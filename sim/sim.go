@@ -31,7 +31,15 @@ type Config struct {
 	// fsync), under which Kafka itself may lose acknowledged batches to
 	// successive power losses (ISR-NOTES §2c).
 	ISRNoFlush bool
-	Ticks      int // ticks of faults and load before the final heal
+	// MetadataGroups and OffsetGroups add groups after the partitions
+	// that run the coordinator's real state machines, volatile as in the
+	// broker: coordinator.Metadata (group 0's, fed the commands brokers
+	// and the controller propose) and groups.Machine (a
+	// __consumer_offsets partition's, fed what a group coordinator
+	// proposes).
+	MetadataGroups int
+	OffsetGroups   int
+	Ticks          int // ticks of faults and load before the final heal
 
 	ProposeRate float64 // per group per tick
 	CrashRate   float64 // per tick: crash one random node
@@ -57,11 +65,19 @@ type Config struct {
 	// producer fields from every batch before the replica applies it (a
 	// retry is then appended again); ServeBeforeCaughtUp lets a new
 	// leader serve reads before it applied its own term's no-op.
+	// SkipMetadataCommand (SkipOffsetCommand) makes node 1's metadata
+	// (offsets) replicas skip every command at an index divisible by 3;
+	// CommitGoesBack applies every member's offset commit at an index
+	// divisible by 3 one below the offset it replaces, on every replica
+	// alike.
 	LieAboutSync        bool
 	DiskLiesAboutSync   bool
 	ApplyTwice          bool
 	DropProducerID      bool
 	ServeBeforeCaughtUp bool
+	SkipMetadataCommand bool
+	SkipOffsetCommand   bool
+	CommitGoesBack      bool
 
 	// Trace keeps a readable line per event in Result.Trace (slower;
 	// for replaying one seed).
@@ -82,7 +98,7 @@ func DefaultConfig(seed uint64) Config {
 // Validate reports the first problem with c.
 func (c *Config) Validate() error {
 	switch {
-	case c.Nodes < 1 || c.Groups < 1 || c.Partitions < 0 || c.ISRPartitions < 0 || c.Ticks < 0:
+	case c.Nodes < 1 || c.Groups < 1 || c.Partitions < 0 || c.ISRPartitions < 0 || c.MetadataGroups < 0 || c.OffsetGroups < 0 || c.Ticks < 0:
 		return errors.New("sim: need nodes, groups and a non-negative tick count")
 	case c.MaxDelay < 0 || c.DownTicks < 1 || c.PartTicks < 1:
 		return errors.New("sim: delays and durations must be positive")
@@ -104,6 +120,9 @@ type Result struct {
 	Appends     int      // batches appended to partition logs, all replicas
 	Installs    int      // partition snapshots installed
 	Corruptions int      // files damaged (Config.CorruptRate)
+	Commands    int      // metadata and group commands applied for their proposer
+	Refused     int      // of those, refused by the state machine (a topic that exists)
+	Restores    int      // metadata and offsets replicas restored from a snapshot and checked against another's state
 	Trace       []string // with Config.Trace: what happened, in order
 }
 
@@ -137,7 +156,8 @@ type Sim struct {
 	// ISR partitions: group 0 and the producers
 	ctrl         *isrController
 	isrProducers []*producer
-	inPart       int64 // partition heals at this tick
+	mach         *machines // metadata and offsets groups
+	inPart       int64     // partition heals at this tick
 	final        bool
 	res          Result
 }
@@ -178,7 +198,7 @@ func Run(cfg Config) (Result, error) {
 	s.net = &network{s: s, cut: map[[2]uint64]bool{}}
 	for id := uint64(1); id <= uint64(cfg.Nodes); id++ {
 		n := &node{id: id, stores: map[uint64]*Store{}, disk: newDisk(cfg.DiskLiesAboutSync)}
-		for g := uint64(1); g <= uint64(cfg.Groups+cfg.Partitions); g++ {
+		for g := uint64(1); g <= uint64(s.groupCount()); g++ {
 			n.stores[g] = &Store{LieAboutSync: cfg.LieAboutSync}
 		}
 		s.nodes = append(s.nodes, n)
@@ -188,6 +208,7 @@ func Run(cfg Config) (Result, error) {
 		s.newISRController()
 		s.newISRProducers()
 	}
+	s.newMachines()
 	for _, n := range s.nodes {
 		if err := s.boot(n); err != nil {
 			return s.res, err
@@ -263,7 +284,7 @@ func (s *Sim) boot(n *node) error {
 		peers = append(peers, m.id)
 	}
 	n.parts = map[uint64]*partReplica{}
-	for g := uint64(1); g <= uint64(s.cfg.Groups+s.cfg.Partitions); g++ {
+	for g := uint64(1); g <= uint64(s.groupCount()); g++ {
 		var sm raftgroup.StateMachine
 		if s.isPartition(g) {
 			r, err := s.openPartition(n, g)
@@ -275,12 +296,13 @@ func (s *Sim) boot(n *node) error {
 				continue
 			}
 			n.parts[g], sm = r, r
-		} else {
+		} else if sm = s.openMachine(n, g); sm == nil {
 			toy := newStateMachine(n.id, g, s.chk)
 			toy.ApplyTwice = s.cfg.ApplyTwice
 			sm = toy
 		}
 		gc := raftgroup.GroupConfig{ID: g, Peers: peers, StateMachine: sm}
+		gc.ForwardProposals, gc.AlwaysFsync = s.isMetadata(g), s.isMetadata(g) // as the controller opens group 0
 		if preferred := peers[int(g)%len(peers)]; preferred != n.id {
 			// As the broker does: the others hold a new group's first
 			// election for one replica (ignored once a store holds state).
@@ -305,7 +327,7 @@ func (s *Sim) boot(n *node) error {
 // crash stops a node abruptly: each store keeps a random prefix of its
 // unsynced writes, and the state machines are gone.
 func (s *Sim) crash(n *node) {
-	for g := uint64(1); g <= uint64(s.cfg.Groups+s.cfg.Partitions); g++ {
+	for g := uint64(1); g <= uint64(s.groupCount()); g++ {
 		st := n.stores[g]
 		keep := s.rng.IntN(st.Pending() + 1)
 		st.Crash(keep)
@@ -422,7 +444,7 @@ func (s *Sim) syncSome(n *node) {
 	if !s.cfg.AsyncStorageWrites {
 		return
 	}
-	for g := uint64(1); g <= uint64(s.cfg.Groups+s.cfg.Partitions); g++ {
+	for g := uint64(1); g <= uint64(s.groupCount()); g++ {
 		if s.rng.IntN(3) == 0 {
 			n.stores[g].Sync()
 		}
@@ -448,6 +470,7 @@ func (s *Sim) observe() {
 	}
 	s.pollClients()
 	s.pollProducers()
+	s.pollMachines()
 	s.observeServing()
 }
 
