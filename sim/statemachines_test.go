@@ -19,7 +19,7 @@ func machinesConfig(seed uint64) Config {
 // TestSim_StateMachines runs seeds with the coordinator's real state
 // machines: the metadata of group 0 and a __consumer_offsets partition.
 func TestSim_StateMachines(t *testing.T) {
-	first, n := uint64(1), *seedsFlag/2 // 500 by default
+	first, n := uint64(1), max(seedCount()/5, 1) // 500 by default, 12 under -race
 	if *seedFlag >= 0 {
 		first, n = uint64(*seedFlag), 1
 	}
