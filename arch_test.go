@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"coordinator":     {"raftgroup", "partition"},
 	"isr":             {"partition", "transport/peer", "coordinator", "raftgroup"},
 	"broker":          {"raftgroup", "partition", "transport", "coordinator", "isr"},
-	"sim":             {"raftgroup", "partition", "coordinator", "broker"},
+	"sim":             {"raftgroup", "partition", "coordinator", "isr", "broker"},
 	"chaos":           {},
 	"jepsen":          {"chaos"},
 	"console":         {"broker"},
