@@ -166,16 +166,17 @@ func TestSim_CatchesPlantedBugs(t *testing.T) {
 	}
 }
 
-// BenchmarkSeeds measures whole seeds of DefaultConfig per second, with
-// and without the partition groups, so their cost is measured in one run:
+// BenchmarkSeeds measures whole seeds of DefaultConfig per second: toy
+// groups alone, with the raft partition, and with the ISR partition too,
+// so each one's cost is measured in one run:
 //
 //	go test ./sim -run '^$' -bench Seeds -benchtime 200x
 func BenchmarkSeeds(b *testing.B) {
-	for _, parts := range []int{0, 1} {
-		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+	for _, c := range []struct{ parts, isr int }{{0, 0}, {1, 0}, {1, 1}} {
+		b.Run(fmt.Sprintf("partitions=%d/isr=%d", c.parts, c.isr), func(b *testing.B) {
 			for i := range b.N {
-				cfg := DefaultConfig(uint64(i) + 1)
-				cfg.Partitions = parts // crypto/rand unseeded: timing needs no replay
+				cfg := DefaultConfig(uint64(i) + 1) // crypto/rand unseeded: timing needs no replay
+				cfg.Partitions, cfg.ISRPartitions = c.parts, c.isr
 				if _, err := Run(cfg); err != nil {
 					b.Fatal(err)
 				}
