@@ -77,9 +77,11 @@ type Executor struct {
 	decommissioned map[int]time.Time
 	open           []*moveRun // moves started whose end no look has seen yet
 	mstats         MemberStats
-	next           time.Time       // when Play's next step is due; zero after the last
-	playCtx        context.Context // Play's; done once the workload has ended
-	healing        bool            // Heal runs
+	// The corrupt nemesis' (corrupt.go): fault id -> what its start did.
+	corrupts map[int]*corruptRun
+	next     time.Time       // when Play's next step is due; zero after the last
+	playCtx  context.Context // Play's; done once the workload has ended
+	healing  bool            // Heal runs
 	// poll and settle are memberPoll and finalSettle; tests shorten them.
 	poll, settle time.Duration
 }
@@ -88,7 +90,7 @@ type Executor struct {
 // from start.
 func NewExecutor(env Env, s Schedule, start time.Time, obs Observer) *Executor {
 	return &Executor{env: env, s: s, obs: obs, start: start, acted: map[int][]int{}, members: map[int]*memberRun{}, decommissioned: map[int]time.Time{},
-		poll: memberPoll, settle: finalSettle}
+		corrupts: map[int]*corruptRun{}, poll: memberPoll, settle: finalSettle}
 }
 
 // Play performs every start and stop of the schedule at its offset,
@@ -250,6 +252,8 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 		return nodes, fmt.Sprintf("power loss of %s %v: ", what, nodes) + lossDetail(lost) + note, err
 	case KindMembership:
 		return x.startMembership(ctx, f)
+	case KindCorrupt:
+		return x.startCorrupt(ctx, f)
 	}
 	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
@@ -269,6 +273,8 @@ func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string,
 		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
 	case KindMembership:
 		return x.stopMembership(ctx, f)
+	case KindCorrupt:
+		return x.stopCorrupt(ctx, f, nodes)
 	}
 	return string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }

@@ -40,11 +40,6 @@ const (
 // ShapeCuts is the partition shape of a script's step: explicit cuts.
 const ShapeCuts Shape = "cuts"
 
-// KindDiskCorruption is reserved for a nemesis that corrupts or truncates
-// files on a node's disk (a later issue): Plan and scripts reject it with
-// ErrUnsupported.
-const KindDiskCorruption Kind = "disk-corruption"
-
 // Cut says who cannot reach whom: traffic from every node of From to
 // every node of To is dropped, and, unless OneWay, from To to From too.
 // Entries are node ids ("3") or roles.
@@ -200,8 +195,8 @@ func (st ScriptStep) validate() error {
 		return nil
 	case KindMembership:
 		return fmt.Errorf("%w: %s in a script (it runs from a random schedule, --nemesis membership)", ErrUnsupported, st.Kind)
-	case KindDiskCorruption:
-		return fmt.Errorf("%w: %s (a later issue)", ErrUnsupported, st.Kind)
+	case KindCorrupt:
+		return fmt.Errorf("%w: %s in a script (it runs from a random schedule, --nemesis corrupt)", ErrUnsupported, st.Kind)
 	}
 	return fmt.Errorf("unknown kind %q", st.Kind)
 }

@@ -38,7 +38,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	f := &jepsenFlags{cfg: jepsen.DefaultRaftqConfig(), now: time.Now}
 	c, w, s := &f.cfg, &f.cfg.Run.Workload, &f.cfg.Schedule
 	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "raftq server processes to run")
-	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced, membership (comma separated; none for no faults)")
+	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced, membership, corrupt (comma separated; none for no faults)")
 	fs.StringVar(&f.schedule, "schedule", "", "fault script (JSON file, or a shipped one: "+strings.Join(jepsen.ShippedScripts(), ", ")+") instead of a random schedule; see jepsen/schedules/README.md")
 	fs.DurationVar(&w.Duration, "time", 120*time.Second, "how long the workload and the faults run")
 	fs.Float64Var(&w.Rate, "rate", w.Rate, "operations per second, all processes together")

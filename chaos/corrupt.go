@@ -1,0 +1,394 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// FileClass is the kind of a node file the corrupt nemesis may damage.
+type FileClass string
+
+// The file classes, in the order the nemesis draws from.
+const (
+	ClassSegment    FileClass = "segment"    // log/<topic>-<p>/<base>.log
+	ClassIndex      FileClass = "index"      // .index and .timeindex
+	ClassCheckpoint FileClass = "checkpoint" // partition.checkpoint, replica.checkpoint, isr.checkpoint.{0,1}
+	ClassWAL        FileClass = "wal"        // raft/wal/*.wal, raft/<group>/wal/*.wal
+)
+
+// FileClasses lists every class.
+var FileClasses = []FileClass{ClassSegment, ClassIndex, ClassCheckpoint, ClassWAL}
+
+// Damage is what the corrupt nemesis does to a file.
+type Damage string
+
+// The damages.
+const (
+	DamageFlip     Damage = "flip"     // flip a few bits at random positions
+	DamageTruncate Damage = "truncate" // cut the file at a random length
+)
+
+// maxFlips bounds the bits one flip damage turns over.
+const maxFlips = 4
+
+// DataFile is a file the corrupt nemesis may damage, relative to a
+// node's data directory.
+type DataFile struct {
+	Path  string // slash-separated, relative to the data dir
+	Class FileClass
+	Size  int64
+	// Data is the offset after the last non-zero byte: etcd preallocates
+	// WAL segments with zeros, and damage drawn there would mostly hit
+	// bytes nobody reads.
+	Data int64
+}
+
+// Corruption is one damage done to one file: enough to redo it, and to
+// say exactly what was done.
+type Corruption struct {
+	Node   int       `json:"node"`
+	File   string    `json:"file"` // relative to the node's data dir
+	Class  FileClass `json:"class"`
+	Damage Damage    `json:"damage"`
+	Size   int64     `json:"size"` // the file's size before
+	// Bits are the flipped bits, as byte offset*8 + bit (0 the lowest).
+	Bits []int64 `json:"bits,omitempty"`
+	// Length is a truncation's new size.
+	Length int64 `json:"length,omitempty"`
+}
+
+// String reads "n2 flip log/t-0/00000000000000000000.log (segment,
+// 81234 B) bits 1023.4 5512.0", or "... truncate ... to 4711 B".
+func (c Corruption) String() string {
+	head := fmt.Sprintf("n%d %s %s (%s, %d B)", c.Node, c.Damage, c.File, c.Class, c.Size)
+	if c.Damage == DamageTruncate {
+		return fmt.Sprintf("%s to %d B", head, c.Length)
+	}
+	parts := make([]string, len(c.Bits))
+	for i, b := range c.Bits {
+		parts[i] = fmt.Sprintf("%d.%d", b/8, b%8)
+	}
+	return head + " bits " + strings.Join(parts, " ")
+}
+
+// classify names the class of a data-dir file, or "" for one the
+// nemesis leaves alone (node.json, raft snapshots, staged snapshot
+// logs, temporary and retired files, raft.group).
+func classify(rel string) FileClass {
+	parts := strings.Split(rel, "/")
+	name := parts[len(parts)-1]
+	switch {
+	case strings.HasSuffix(name, ".tmp"):
+		return ""
+	case len(parts) == 3 && parts[0] == "log" && !strings.Contains(parts[1], ".snap-"):
+		switch {
+		case strings.HasSuffix(name, ".log"):
+			return ClassSegment
+		case strings.HasSuffix(name, ".index"), strings.HasSuffix(name, ".timeindex"):
+			return ClassIndex
+		case name == "partition.checkpoint", name == "replica.checkpoint", strings.HasPrefix(name, "isr.checkpoint."):
+			return ClassCheckpoint
+		}
+	case parts[0] == "raft" && len(parts) >= 3 && parts[len(parts)-2] == "wal" && strings.HasSuffix(name, ".wal"):
+		return ClassWAL
+	}
+	return ""
+}
+
+// DataFiles lists the files of dataDir the corrupt nemesis may damage,
+// sorted by path; files without a non-zero byte are left out.
+func DataFiles(dataDir string) ([]DataFile, error) {
+	var out []DataFile
+	err := filepath.WalkDir(dataDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dataDir, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		class := classify(rel)
+		if class == "" {
+			return nil
+		}
+		size, data, err := dataEnd(path)
+		if err != nil {
+			return err
+		}
+		if data > 0 {
+			out = append(out, DataFile{Path: rel, Class: class, Size: size, Data: data})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: list data files of %s: %w", dataDir, err)
+	}
+	slices.SortFunc(out, func(a, b DataFile) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// dataEnd returns a file's size and the offset after its last non-zero
+// byte.
+func dataEnd(path string) (size, data int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for off := int64(0); ; {
+		n, err := f.ReadAt(buf, off)
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				data = off + int64(i) + 1
+				break
+			}
+		}
+		off += int64(n)
+		if errors.Is(err, io.EOF) {
+			return off, data, nil
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+}
+
+// ChooseCorruption draws the damage of node's files: a class among
+// those present, uniformly (so that a node's hundreds of segments do not
+// crowd out its one WAL), a file of it, then a flip of 1 to 4 bits at
+// positions below the file's last non-zero byte, or a truncation to a
+// length below it, one or the other with even odds. The same files and
+// rng state give the same corruption. It returns false when files is
+// empty.
+func ChooseCorruption(node int, files []DataFile, rng *rand.Rand) (Corruption, bool) {
+	var classes []FileClass
+	for _, c := range FileClasses {
+		if slices.ContainsFunc(files, func(f DataFile) bool { return f.Class == c }) {
+			classes = append(classes, c)
+		}
+	}
+	if len(classes) == 0 {
+		return Corruption{}, false
+	}
+	class := classes[rng.IntN(len(classes))]
+	of := slices.DeleteFunc(slices.Clone(files), func(f DataFile) bool { return f.Class != class })
+	f := of[rng.IntN(len(of))]
+	c := Corruption{Node: node, File: f.Path, Class: f.Class, Size: f.Size}
+	if rng.IntN(2) == 0 {
+		c.Damage, c.Length = DamageTruncate, rng.Int64N(f.Data)
+		return c, true
+	}
+	c.Damage = DamageFlip
+	for n := 1 + rng.IntN(maxFlips); len(c.Bits) < n; {
+		b := rng.Int64N(f.Data * 8)
+		if !slices.Contains(c.Bits, b) {
+			c.Bits = append(c.Bits, b)
+		}
+	}
+	slices.Sort(c.Bits)
+	return c, true
+}
+
+// ApplyCorruption does c to its file under dataDir and fsyncs it.
+func ApplyCorruption(dataDir string, c Corruption) error {
+	path := filepath.Join(dataDir, filepath.FromSlash(c.File))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("chaos: corrupt %s: %w", c.File, err)
+	}
+	err = damage(f, c)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("chaos: corrupt %s: %w", c.File, err)
+	}
+	return nil
+}
+
+func damage(f *os.File, c Corruption) error {
+	switch c.Damage {
+	case DamageTruncate:
+		return f.Truncate(c.Length)
+	case DamageFlip:
+		var b [1]byte
+		for _, bit := range c.Bits {
+			if _, err := f.ReadAt(b[:], bit/8); err != nil {
+				return err
+			}
+			b[0] ^= 1 << (bit % 8)
+			if _, err := f.WriteAt(b[:], bit/8); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown damage %q", c.Damage)
+}
+
+// CorruptEnv is an Env whose nodes' files the corrupt nemesis can reach
+// (*Cluster).
+type CorruptEnv interface {
+	Env
+	// DataDir is node id's data directory.
+	DataDir(id int) (string, error)
+	// ForgetCrashes removes node id's exits since t from the crashes
+	// the env reports and returns them: a start the nemesis saw refused.
+	ForgetCrashes(id int, since time.Time) []Exit
+}
+
+var _ CorruptEnv = (*Cluster)(nil)
+
+// DataDir is node id's data directory.
+func (c *Cluster) DataDir(id int) (string, error) {
+	n, err := c.Node(id)
+	if err != nil {
+		return "", err
+	}
+	return n.DataDir, nil
+}
+
+// ForgetCrashes removes node id's exits since t from Crashes and returns
+// them.
+func (c *Cluster) ForgetCrashes(id int, since time.Time) []Exit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var gone []Exit
+	c.crashes = slices.DeleteFunc(c.crashes, func(e Exit) bool {
+		if e.Node == id && !e.At.Before(since) {
+			gone = append(gone, e)
+			return true
+		}
+		return false
+	})
+	return gone
+}
+
+// corruptRun is a corrupt fault under way: what it did, and what undoes
+// it.
+type corruptRun struct {
+	dir  string
+	c    Corruption
+	tail []byte // a truncation's cut bytes
+}
+
+// undo puts the file back as it was: flips the bits again, or appends
+// the cut bytes.
+func (r *corruptRun) undo() error {
+	if r.c.Damage == DamageFlip {
+		return ApplyCorruption(r.dir, r.c)
+	}
+	path := filepath.Join(r.dir, filepath.FromSlash(r.c.File))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(r.tail, r.c.Length)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+func (x *Executor) corruptEnv() (CorruptEnv, error) {
+	env, ok := x.env.(CorruptEnv)
+	if !ok {
+		return nil, fmt.Errorf("%w: corrupt on an env without data directories (%T)", ErrUnsupported, x.env)
+	}
+	return env, nil
+}
+
+// startCorrupt kills the fault's node, then chooses and does the damage
+// from the files it finds and the fault's seed.
+func (x *Executor) startCorrupt(ctx context.Context, f Fault) ([]int, string, error) {
+	env, err := x.corruptEnv()
+	if err != nil {
+		return nil, "corrupt", err
+	}
+	node := f.Nodes[0]
+	if err := env.Kill(ctx, node); err != nil {
+		return []int{node}, fmt.Sprintf("corrupt n%d: kill", node), err
+	}
+	dir, err := env.DataDir(node)
+	if err != nil {
+		return []int{node}, fmt.Sprintf("corrupt n%d: killed", node), err
+	}
+	files, err := DataFiles(dir)
+	if err != nil {
+		return []int{node}, fmt.Sprintf("corrupt n%d: killed", node), err
+	}
+	c, ok := ChooseCorruption(node, files, rand.New(rand.NewPCG(f.Seed, uint64(f.ID))))
+	if !ok {
+		return []int{node}, fmt.Sprintf("corrupt n%d: killed; no file to damage", node), nil
+	}
+	run := &corruptRun{dir: dir, c: c}
+	if c.Damage == DamageTruncate {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.File)))
+		if err != nil {
+			return []int{node}, fmt.Sprintf("corrupt n%d: killed", node), err
+		}
+		run.tail = b[c.Length:]
+	}
+	if err := ApplyCorruption(dir, c); err != nil {
+		return []int{node}, "corrupt " + c.String() + ": failed", err
+	}
+	x.corrupts[f.ID] = run
+	return []int{node}, "corrupt " + c.String(), nil
+}
+
+// stopCorrupt restarts the node. A node that refuses to start (an exit
+// with status 1 before it is ready: raftq refuses a data dir whose raft
+// state was lost) is left as it is no longer: the nemesis undoes the
+// damage, as restoring the file from a backup would, and starts it
+// again, so that the run goes on; the detail says so. A start that ends
+// any other way (a panic exits 2) stays a crash.
+func (x *Executor) stopCorrupt(ctx context.Context, f Fault, nodes []int) (string, error) {
+	env, err := x.corruptEnv()
+	if err != nil {
+		return "restart", err
+	}
+	began := time.Now()
+	err = env.EnsureRunning(ctx, nodes...)
+	run := x.corrupts[f.ID]
+	if err == nil || run == nil {
+		return fmt.Sprintf("restart %v", nodes), err
+	}
+	gone := env.ForgetCrashes(run.c.Node, began)
+	refused := len(gone) > 0 && !slices.ContainsFunc(gone, func(e Exit) bool { return e.Err != "exit status 1" })
+	if !refused {
+		return fmt.Sprintf("restart %v", nodes), err
+	}
+	why := refusal(err)
+	if uerr := run.undo(); uerr != nil {
+		return fmt.Sprintf("restart %v: refused (%s); undoing the damage failed", nodes, why), uerr
+	}
+	delete(x.corrupts, f.ID)
+	return fmt.Sprintf("restart %v: refused to start (%s); the nemesis undid the damage and restarted it", nodes, why),
+		env.EnsureRunning(ctx, nodes...)
+}
+
+// refusal picks the node's own error line out of a start error's log
+// tail: the last line that says error.
+func refusal(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	for _, l := range slices.Backward(lines) {
+		if strings.Contains(l, "error") && !strings.HasPrefix(l, "=== chaos") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return lines[0]
+}
