@@ -194,7 +194,7 @@ func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*is
 	}
 	t, p := ref.Topic, ref.Partition
 	gid := p.Group
-	ip, err := m.Open(isr.PartitionConfig{Group: gid, TopicID: t.ID, Index: p.Index, Dir: dir, Log: logConfig(t),
+	ip, err := m.Open(isr.PartitionConfig{Group: gid, TopicID: t.ID, Index: p.Index, Dir: dir, Log: n.logConfig(t),
 		Flush: flushPolicy(t), Logger: n.log.With("topic", t.Name, "partition", p.Index)})
 	if err != nil {
 		return nil, err
