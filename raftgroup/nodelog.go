@@ -117,6 +117,9 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 
 // replay opens an existing log and rebuilds every group's state from it.
 func (l *nodeLog) replay(meta []byte) error {
+	if err := checkWAL(l.dir); err != nil {
+		return err
+	}
 	snaps, err := wal.ValidSnapshotEntries(l.zl, l.dir)
 	if err != nil {
 		return fmt.Errorf("list node wal checkpoints %s: %w", l.dir, err)

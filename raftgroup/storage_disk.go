@@ -104,6 +104,9 @@ func walMetadata(node, group uint64) []byte {
 }
 
 func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
+	if err := checkWAL(walDir); err != nil {
+		return err
+	}
 	walSnaps, err := wal.ValidSnapshotEntries(s.zl, walDir)
 	if err != nil {
 		return fmt.Errorf("list wal snapshots %s: %w", walDir, err)
@@ -137,7 +140,8 @@ func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
 
 // readWAL opens the etcd WAL in walDir at start and reads it all. A torn
 // last record (a crash mid-write) is repaired once, as etcd does; the WAL
-// returned is ready to append.
+// returned is ready to append. Callers run checkWAL first: other damage
+// is refused, not repaired.
 func readWAL(zl *zap.Logger, walDir string, start *walpb.Snapshot) (*wal.WAL, []byte, *raftpb.HardState, []*raftpb.Entry, error) {
 	for repaired := false; ; repaired = true {
 		w, err := wal.Open(zl, walDir, start)
@@ -150,8 +154,9 @@ func readWAL(zl *zap.Logger, walDir string, start *walpb.Snapshot) (*wal.WAL, []
 		}
 		w.Close()
 		if repaired || !errors.Is(err, io.ErrUnexpectedEOF) || !wal.Repair(zl, walDir) {
-			return nil, nil, nil, nil, fmt.Errorf("read wal %s: %w", walDir, err)
+			return nil, nil, nil, nil, &WALDamageError{Dir: walDir, Err: err}
 		}
+
 	}
 }
 

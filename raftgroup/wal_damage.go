@@ -1,0 +1,124 @@
+package raftgroup
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+)
+
+// WALDamageError is a WAL damaged other than by a torn last write: a
+// record that fails its CRC, a segment before the last cut short or
+// missing its end. etcd's wal.Repair mends
+// only a torn tail, and replaying what is left would bring the node back
+// without votes and log entries it acknowledged: as a voter it could
+// then elect a leader that lacks committed entries. So the node refuses
+// to start; the way back is to remove it and add it anew, empty.
+type WALDamageError struct {
+	Dir  string
+	File string // the damaged segment, when known
+	Err  error
+}
+
+func (e *WALDamageError) Error() string {
+	return fmt.Sprintf("raftgroup: wal %s is damaged (%s: %v): this node lost raft state (votes, acknowledged entries) "+
+		"and must not rejoin as the same member; decommission and remove it (raftq cluster decommission N --wait; "+
+		"raftq cluster remove N), then start it on an empty data dir with --seeds", e.Dir, e.File, e.Err)
+}
+
+func (e *WALDamageError) Unwrap() error { return e.Err }
+
+// ErrWALTruncated is a WAL segment shorter than it should be.
+var ErrWALTruncated = errors.New("raftgroup: wal segment truncated")
+
+// walSegments lists dir's WAL segment files in order (etcd's names sort
+// by sequence); retired and temporary files are not among them.
+func walSegments(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".wal") {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// checkWAL looks for damage in the WAL in dir that is not a torn last
+// write, before etcd reads it: every segment is decoded on its own, its
+// records checked against their CRCs and its first (CRC) record against
+// the running CRC the segment before ended with, so that a segment cut at
+// a record boundary is found too.
+//
+// A cut of the last segment is not told from a torn write: a crash in
+// the middle of etcd's segment cut leaves a last segment shortened to its
+// records, its buffered tail torn or missing, so neither the size nor
+// the tear says truncation. wal.Repair drops such a tail, as etcd does.
+func checkWAL(dir string) error {
+	names, err := walSegments(dir)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	var prev uint32 // the running CRC the last segment ended with; 0 unknown
+	for i, name := range names {
+		last := i == len(names)-1
+		next, err := checkSegment(filepath.Join(dir, name), prev, last)
+		if errors.Is(err, errPrevCut) && i > 0 {
+			return &WALDamageError{Dir: dir, File: names[i-1], Err: fmt.Errorf("%w: it ends before its last record (the next segment's CRC does not follow on)", ErrWALTruncated)}
+		}
+		if err != nil {
+			return &WALDamageError{Dir: dir, File: name, Err: err}
+		}
+		prev = next
+	}
+	return nil
+}
+
+var errPrevCut = errors.New("crc chain broken")
+
+// checkSegment decodes one segment and returns the running CRC at its
+// end. A torn last record of the last segment is left to wal.Repair.
+func checkSegment(path string, prev uint32, last bool) (uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	dec := wal.NewDecoder(fileutil.NewFileReader(f))
+	first := true
+	for {
+		rec := &walpb.Record{}
+		err := dec.Decode(rec)
+		switch {
+		case errors.Is(err, io.EOF):
+			return dec.LastCRC(), nil
+		case errors.Is(err, io.ErrUnexpectedEOF) && last:
+			return 0, nil // a torn tail: wal.Repair's
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return 0, fmt.Errorf("%w: it ends inside a record", ErrWALTruncated)
+		case err != nil:
+			return 0, err
+		}
+		if rec.GetType() == wal.CrcType {
+			if first && prev != 0 && rec.GetCrc() != prev {
+				return 0, errPrevCut
+			}
+			if crc := dec.LastCRC(); crc != 0 && rec.Validate(crc) != nil {
+				return 0, wal.ErrCRCMismatch
+			}
+			dec.UpdateCRC(rec.GetCrc())
+		}
+		first = false
+	}
+}
