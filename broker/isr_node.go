@@ -74,8 +74,11 @@ func (n *Node) isrManager() (*isr.Manager, error) {
 }
 
 // serveReplicaFetch answers a follower's fetch (the peer transport's
-// FetchHandler).
+// FetchHandler), or a damaged raft replica's repair fetch (repair.go).
 func (n *Node) serveReplicaFetch(from uint64, req []byte, deadline time.Time) []byte {
+	if isRepairRequest(req) {
+		return n.serveRepair(req)
+	}
 	m, err := n.isrManager()
 	if err != nil {
 		return nil // closing: the fetcher sees a broken answer and retries elsewhere
