@@ -40,6 +40,45 @@ const (
 // maxFlips bounds the bits one flip damage turns over.
 const maxFlips = 4
 
+// Damages lists every damage.
+var Damages = []Damage{DamageFlip, DamageTruncate}
+
+// CorruptConfig narrows what the corrupt nemesis damages; empty lists
+// mean every class and every damage.
+type CorruptConfig struct {
+	Classes []FileClass
+	Damages []Damage
+}
+
+// Validate refuses unknown classes and damages.
+func (c CorruptConfig) Validate() error {
+	for _, cl := range c.Classes {
+		if !slices.Contains(FileClasses, cl) {
+			return fmt.Errorf("chaos: unknown corrupt file class %q (want one of %v)", cl, FileClasses)
+		}
+	}
+	for _, d := range c.Damages {
+		if !slices.Contains(Damages, d) {
+			return fmt.Errorf("chaos: unknown corrupt damage %q (want one of %v)", d, Damages)
+		}
+	}
+	return nil
+}
+
+func (c CorruptConfig) classes() []FileClass {
+	if len(c.Classes) == 0 {
+		return FileClasses
+	}
+	return c.Classes
+}
+
+func (c CorruptConfig) damages() []Damage {
+	if len(c.Damages) == 0 {
+		return Damages
+	}
+	return c.Damages
+}
+
 // DataFile is a file the corrupt nemesis may damage, relative to a
 // node's data directory.
 type DataFile struct {
@@ -165,15 +204,15 @@ func dataEnd(path string) (size, data int64, err error) {
 }
 
 // ChooseCorruption draws the damage of node's files: a class among
-// those present, uniformly (so that a node's hundreds of segments do not
-// crowd out its one WAL), a file of it, then a flip of 1 to 4 bits at
-// positions below the file's last non-zero byte, or a truncation to a
-// length below it, one or the other with even odds. The same files and
-// rng state give the same corruption. It returns false when files is
-// empty.
-func ChooseCorruption(node int, files []DataFile, rng *rand.Rand) (Corruption, bool) {
+// those present (of cfg's), uniformly (so that a node's hundreds of
+// segments do not crowd out its one WAL), a file of it, then a flip of 1
+// to 4 bits at positions below the file's last non-zero byte, or a
+// truncation to a length below it, one or the other (of cfg's) with even
+// odds. The same files, cfg and rng state give the same corruption. It
+// returns false when no file is of cfg's classes.
+func ChooseCorruption(node int, files []DataFile, cfg CorruptConfig, rng *rand.Rand) (Corruption, bool) {
 	var classes []FileClass
-	for _, c := range FileClasses {
+	for _, c := range cfg.classes() {
 		if slices.ContainsFunc(files, func(f DataFile) bool { return f.Class == c }) {
 			classes = append(classes, c)
 		}
@@ -185,11 +224,15 @@ func ChooseCorruption(node int, files []DataFile, rng *rand.Rand) (Corruption, b
 	of := slices.DeleteFunc(slices.Clone(files), func(f DataFile) bool { return f.Class != class })
 	f := of[rng.IntN(len(of))]
 	c := Corruption{Node: node, File: f.Path, Class: f.Class, Size: f.Size}
-	if rng.IntN(2) == 0 {
-		c.Damage, c.Length = DamageTruncate, rng.Int64N(f.Data)
+	if ds := cfg.damages(); len(ds) == 1 && ds[0] == DamageFlip || len(ds) > 1 && rng.IntN(2) == 1 {
+		c.Damage = DamageFlip
+	} else {
+		c.Damage = DamageTruncate
+	}
+	if c.Damage == DamageTruncate {
+		c.Length = rng.Int64N(f.Data)
 		return c, true
 	}
-	c.Damage = DamageFlip
 	for n := 1 + rng.IntN(maxFlips); len(c.Bits) < n; {
 		b := rng.Int64N(f.Data * 8)
 		if !slices.Contains(c.Bits, b) {
@@ -331,7 +374,7 @@ func (x *Executor) startCorrupt(ctx context.Context, f Fault) ([]int, string, er
 	if err != nil {
 		return []int{node}, fmt.Sprintf("corrupt n%d: killed", node), err
 	}
-	c, ok := ChooseCorruption(node, files, rand.New(rand.NewPCG(f.Seed, uint64(f.ID))))
+	c, ok := ChooseCorruption(node, files, x.s.Config.Corrupt, rand.New(rand.NewPCG(f.Seed, uint64(f.ID))))
 	if !ok {
 		return []int{node}, fmt.Sprintf("corrupt n%d: killed; no file to damage", node), nil
 	}

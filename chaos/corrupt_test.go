@@ -75,7 +75,7 @@ func TestDataFiles_ListsWhatTheNemesisMayDamage(t *testing.T) {
 
 func chooseN(t *testing.T, files []DataFile, seed uint64) Corruption {
 	t.Helper()
-	c, ok := ChooseCorruption(2, files, rand.New(rand.NewPCG(seed, 7)))
+	c, ok := ChooseCorruption(2, files, CorruptConfig{}, rand.New(rand.NewPCG(seed, 7)))
 	if !ok {
 		t.Fatal("no corruption chosen")
 	}
@@ -130,8 +130,17 @@ func TestChooseCorruption_SameSeedSameChoiceAndEveryKind(t *testing.T) {
 	if differ < 300 {
 		t.Errorf("only %d of 400 choices changed with the seed", differ)
 	}
-	if _, ok := ChooseCorruption(1, nil, rand.New(rand.NewPCG(1, 1))); ok {
+	if _, ok := ChooseCorruption(1, nil, CorruptConfig{}, rand.New(rand.NewPCG(1, 1))); ok {
 		t.Error("a corruption was chosen among no files")
+	}
+	only := CorruptConfig{Classes: []FileClass{ClassSegment}, Damages: []Damage{DamageFlip}}
+	for seed := range uint64(50) {
+		if c, ok := ChooseCorruption(2, files, only, rand.New(rand.NewPCG(seed, 1))); !ok || c.Class != ClassSegment || c.Damage != DamageFlip {
+			t.Fatalf("seed %d: %+v with segment flips only", seed, c)
+		}
+	}
+	if err := (CorruptConfig{Classes: []FileClass{"snap"}}).Validate(); err == nil {
+		t.Error("an unknown class was accepted")
 	}
 }
 
@@ -217,7 +226,7 @@ func TestExecutor_CorruptKillsDamagesAndRestarts(t *testing.T) {
 				t.Fatalf("events %+v", ev.ended)
 			}
 			start, stop := ev.ended[0], ev.ended[1]
-			want, _ := ChooseCorruption(2, before, rand.New(rand.NewPCG(11, 0)))
+			want, _ := ChooseCorruption(2, before, CorruptConfig{}, rand.New(rand.NewPCG(11, 0)))
 			if start.Err != "" || start.Detail != "corrupt "+want.String() || !reflect.DeepEqual(start.Nodes, []int{2}) {
 				t.Fatalf("start %+v, want the damage %s", start, want)
 			}

@@ -75,6 +75,8 @@ type ScheduleConfig struct {
 	PowerTargets []Target
 	// Membership tunes the membership nemesis.
 	Membership MembershipConfig
+	// Corrupt narrows what the corrupt nemesis damages.
+	Corrupt CorruptConfig `json:",omitempty"`
 }
 
 // DefaultScheduleConfig returns the defaults: a 10 s interval, every
@@ -120,7 +122,11 @@ func (c ScheduleConfig) Validate() error {
 	}
 	for _, k := range c.Kinds {
 		switch k {
-		case KindKill, KindPause, KindPartition, KindLoseUnfsynced, KindCorrupt:
+		case KindKill, KindPause, KindPartition, KindLoseUnfsynced:
+		case KindCorrupt:
+			if err := c.Corrupt.Validate(); err != nil {
+				return err
+			}
 		case KindMembership:
 			if err := c.Membership.Validate(len(c.Nodes)); err != nil {
 				return err

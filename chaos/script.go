@@ -124,9 +124,8 @@ type Script struct {
 //	  ]
 //	}
 //
-// Kinds are kill, pause, partition and lose-unfsynced; membership runs
-// only from a random schedule and disk-corruption is reserved (both
-// ErrUnsupported). Unknown fields are
+// Kinds are kill, pause, partition and lose-unfsynced; membership and
+// corrupt run only from a random schedule (both ErrUnsupported). Unknown fields are
 // errors, so a misspelt key does not silently change the scenario.
 func ReadScript(r io.Reader) (Script, error) {
 	dec := json.NewDecoder(r)
