@@ -196,6 +196,24 @@
 // its own WAL. Host.RemoveGroup(id, true) and DropGroupData write a
 // removal, so a group id created again later starts empty.
 //
+// # A damaged WAL (wal_damage.go)
+//
+// Before etcd reads a WAL (the node's shared one or a group's own),
+// checkWAL decodes every segment on its own: each record against its
+// CRC, and each segment's first (CRC) record against the running CRC the
+// segment before ended with, so that a segment cut at a record boundary
+// shows. A torn last record of the last segment is etcd's wal.Repair's,
+// as before; any other damage makes the open fail with a
+// *WALDamageError naming the segment. The node then refuses to start: it
+// lost raft state (votes, entries it acknowledged), and a voter that
+// forgot them can elect a leader without committed entries, so it must
+// not rejoin as the same member; the way back is to decommission and
+// remove it and start it empty with --seeds (a new incarnation). A cut
+// of the last segment cannot be told from a torn write (a crash in the
+// middle of etcd's segment cut leaves the last segment shortened, its
+// buffered tail torn or missing), so it is repaired as one: the
+// entries and hard state it held are lost without a refusal.
+//
 // # WAL segment size
 //
 // etcd's WAL segment size is the package variable wal.SegmentSizeBytes
