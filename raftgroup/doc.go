@@ -202,17 +202,21 @@
 // checkWAL decodes every segment on its own: each record against its
 // CRC, and each segment's first (CRC) record against the running CRC the
 // segment before ended with, so that a segment cut at a record boundary
-// shows. A torn last record of the last segment is etcd's wal.Repair's,
-// as before; any other damage makes the open fail with a
-// *WALDamageError naming the segment. The node then refuses to start: it
-// lost raft state (votes, entries it acknowledged), and a voter that
-// forgot them can elect a leader without committed entries, so it must
-// not rejoin as the same member; the way back is to decommission and
-// remove it and start it empty with --seeds (a new incarnation). A cut
-// of the last segment cannot be told from a torn write (a crash in the
-// middle of etcd's segment cut leaves the last segment shortened, its
-// buffered tail torn or missing), so it is repaired as one: the
-// entries and hard state it held are lost without a refusal.
+// shows. It also checks sizes: etcd preallocates each segment and cuts
+// to the next only once one has reached wal.SegmentSizeBytes, truncating
+// it to its records but never below that, so a crash never leaves a
+// segment shorter; a truncation does. The bound is the smallest segment
+// size the WAL was written with (<wal dir>.segment-bytes beside it), so
+// raising --wal-segment-bytes is no truncation; with fsync never, whose
+// preallocations a power loss may undo, sizes are not checked. A torn
+// last record is etcd's wal.Repair's, as before, and the segment is
+// grown back to its preallocated size after it. Any other damage makes
+// the open fail with a *WALDamageError naming the segment, and the node
+// refuses to start: it lost raft state (votes, entries it acknowledged),
+// and a voter that forgot them can elect a leader without committed
+// entries, so it must not rejoin as the same member; the way back is to
+// decommission and remove it and start it empty with --seeds (a new
+// incarnation).
 //
 // # WAL segment size
 //

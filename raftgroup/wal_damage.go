@@ -7,16 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+
+	"github.com/raftq/raftq/internal/durable"
 )
 
 // WALDamageError is a WAL damaged other than by a torn last write: a
-// record that fails its CRC, a segment before the last cut short or
-// missing its end. etcd's wal.Repair mends
+// record that fails its CRC, a segment cut short or missing its end.
+// etcd's wal.Repair mends
 // only a torn tail, and replaying what is left would bring the node back
 // without votes and log entries it acknowledged: as a voter it could
 // then elect a leader that lacks committed entries. So the node refuses
@@ -61,14 +64,37 @@ func walSegments(dir string) ([]string, error) {
 // the running CRC the segment before ended with, so that a segment cut at
 // a record boundary is found too.
 //
-// A cut of the last segment is not told from a torn write: a crash in
-// the middle of etcd's segment cut leaves a last segment shortened to its
-// records, its buffered tail torn or missing, so neither the size nor
-// the tear says truncation. wal.Repair drops such a tail, as etcd does.
-func checkWAL(dir string) error {
+// A cut of the last segment would pass for a torn write, which
+// wal.Repair drops, entries and votes the node acknowledged with it; but
+// its size tells: etcd preallocates every segment to wal.SegmentSizeBytes
+// and cuts to the next only once a segment has reached that size
+// (truncating it to its records, never below), so a crash never leaves a
+// segment shorter. Only wal.Repair does, and readWAL grows the segment
+// back after it. The bound is the smallest segment size this WAL was
+// ever written with (minSegmentBytes), so that raising
+// --wal-segment-bytes on an old data dir is no truncation. Without
+// sized (fsync never: a power loss may undo a preallocation) sizes are
+// not checked.
+func checkWAL(dir string, sized bool) error {
 	names, err := walSegments(dir)
 	if err != nil || len(names) == 0 {
 		return err
+	}
+	least, err := minSegmentBytes(dir)
+	if !sized {
+		least = 0
+	}
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if st.Size() < least {
+			return &WALDamageError{Dir: dir, File: name, Err: fmt.Errorf("%w: %d bytes, below the %d every segment reaches", ErrWALTruncated, st.Size(), least)}
+		}
 	}
 	var prev uint32 // the running CRC the last segment ended with; 0 unknown
 	for i, name := range names {
@@ -121,4 +147,48 @@ func checkSegment(path string, prev uint32, last bool) (uint32, error) {
 		}
 		first = false
 	}
+}
+
+// minSegmentBytes returns the smallest segment size the WAL in dir was
+// written with, as <dir>.segment-bytes records it beside the directory
+// (etcd warns about foreign files inside), recording the current size
+// when it is smaller or the file new. A data dir from before the file
+// takes the current size.
+func minSegmentBytes(dir string) (int64, error) {
+	path := filepath.Clean(dir) + ".segment-bytes"
+	least := wal.SegmentSizeBytes
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); perr == nil && n > 0 && n <= least {
+			return n, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	if err := durable.WriteFile(path, []byte(strconv.FormatInt(least, 10)+"\n"), 0o644); err != nil {
+		return 0, fmt.Errorf("record wal segment size: %w", err)
+	}
+	return least, nil
+}
+
+// regrowLast extends the last segment back to wal.SegmentSizeBytes with
+// zeros after wal.Repair cut its torn tail, as preallocation left it, so
+// that checkWAL keeps telling truncations from tears.
+func regrowLast(dir string) error {
+	names, err := walSegments(dir)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, names[len(names)-1]), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() < wal.SegmentSizeBytes {
+		err = f.Truncate(wal.SegmentSizeBytes)
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	return errors.Join(err, f.Close())
 }

@@ -67,7 +67,9 @@ func filledLog(t *testing.T) (dir string, names []string) {
 
 // TestNodeLog_DamageIsRefused damages the node WAL in the ways a torn
 // write cannot: a flipped bit in a record, a segment cut at a record
-// boundary or inside a record. Each must refuse to open with a WALDamageError naming the
+// boundary or inside a record, the last one too (etcd never leaves a
+// segment shorter than its preallocated size: a crash does not shorten
+// it, a truncation does). Each must refuse to open with a WALDamageError naming the
 // segment and the way out, rather than replay what is left.
 func TestNodeLog_DamageIsRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -86,6 +88,14 @@ func TestNodeLog_DamageIsRefused(t *testing.T) {
 		{"middle segment cut inside a record", 1, func(t *testing.T, path string) {
 			ends := recordEnds(t, path)
 			truncate(t, path, ends[len(ends)-2]+50)
+		}},
+		{"last segment cut at a record boundary", 2, func(t *testing.T, path string) {
+			ends := recordEnds(t, path)
+			truncate(t, path, ends[len(ends)-1])
+		}},
+		{"last segment cut inside a record", 2, func(t *testing.T, path string) {
+			ends := recordEnds(t, path)
+			truncate(t, path, ends[len(ends)-1]-40)
 		}},
 		{"bit in the last segment's first entry", 2, func(t *testing.T, path string) {
 			ends := recordEnds(t, path)
@@ -112,9 +122,9 @@ func TestNodeLog_DamageIsRefused(t *testing.T) {
 }
 
 // TestNodeLog_TornTailRepairsAndStaysOpenable: wal.Repair cuts a torn
-// last record (a crash mid-cut can leave it in a short segment, so
-// neither size nor tear tells a truncation) and the log opens again and
-// again.
+// last record, and the segment grows back to its preallocated size, so
+// that the next open does not take the repair for a truncation; a raised
+// segment size is no truncation either.
 func TestNodeLog_TornTailRepairsAndStaysOpenable(t *testing.T) {
 	dir, names := filledLog(t)
 	last := filepath.Join(dir, names[len(names)-1])
@@ -135,7 +145,16 @@ func TestNodeLog_TornTailRepairsAndStaysOpenable(t *testing.T) {
 			t.Fatalf("open after a torn write: %v", err)
 		}
 		l.close()
+		if st, err := os.Stat(last); err != nil || st.Size() < wal.SegmentSizeBytes {
+			t.Fatalf("last segment after the repair: %v, %v", st.Size(), err)
+		}
 	}
+	SetWALSegmentSize(1 << 20)
+	l, err := openNodeLog(dir, walMetadata(1, HostGroupID), FsyncAlways, zap.NewNop(), nil, nil)
+	if err != nil {
+		t.Fatalf("open with a raised segment size: %v", err)
+	}
+	l.close()
 }
 
 func flipAt(t *testing.T, path string, off int64) {
