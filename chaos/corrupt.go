@@ -424,13 +424,14 @@ func (x *Executor) stopCorrupt(ctx context.Context, f Fault, nodes []int) (strin
 		env.EnsureRunning(ctx, nodes...)
 }
 
-// refusal picks the node's own error line out of a start error's log
-// tail: the last line that says error.
+// refusal picks the node's own error out of a start error's log tail:
+// the last line before the harness's exit line, which is what a process
+// that exits 1 printed last.
 func refusal(err error) string {
-	lines := strings.Split(err.Error(), "\n")
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
 	for _, l := range slices.Backward(lines) {
-		if strings.Contains(l, "error") && !strings.HasPrefix(l, "=== chaos") {
-			return strings.TrimSpace(l)
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "=== chaos") {
+			return l
 		}
 	}
 	return lines[0]

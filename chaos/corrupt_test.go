@@ -199,7 +199,7 @@ func (f *corruptEnv) EnsureRunning(ctx context.Context, ids ...int) error {
 	status := f.refuse[0]
 	f.refuse = f.refuse[1:]
 	f.crashes = append(f.crashes, Exit{Node: ids[0], Err: status, At: time.Now()})
-	return errors.New("chaos: node 2 exited before ready; log tail:\nlevel=ERROR msg=\"raft state lost\" error=\"wal x\"\n=== chaos: node 2 exited: " + status)
+	return errors.New("chaos: node 2 exited before ready; log tail:\nlevel=INFO msg=starting\nraftq server: wal x is damaged\n=== chaos: node 2 exited: " + status)
 }
 
 func TestExecutor_CorruptKillsDamagesAndRestarts(t *testing.T) {
@@ -211,7 +211,7 @@ func TestExecutor_CorruptKillsDamagesAndRestarts(t *testing.T) {
 		detail  string
 	}{
 		{name: "restarts", detail: "restart [2]"},
-		{name: "refused", refuse: []string{"exit status 1"}, restore: true, detail: `refused to start (level=ERROR msg="raft state lost" error="wal x")`},
+		{name: "refused", refuse: []string{"exit status 1"}, restore: true, detail: `refused to start (raftq server: wal x is damaged)`},
 		{name: "panics", refuse: []string{"exit status 2"}, err: true, detail: "restart [2]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
