@@ -407,6 +407,9 @@ func (x *Executor) stopCorrupt(ctx context.Context, f Fault, nodes []int) (strin
 	began := time.Now()
 	err = env.EnsureRunning(ctx, nodes...)
 	run := x.corrupts[f.ID]
+	if err == nil {
+		delete(x.corrupts, f.ID)
+	}
 	if err == nil || run == nil {
 		return fmt.Sprintf("restart %v", nodes), err
 	}
@@ -422,6 +425,24 @@ func (x *Executor) stopCorrupt(ctx context.Context, f Fault, nodes []int) (strin
 	delete(x.corrupts, f.ID)
 	return fmt.Sprintf("restart %v: refused to start (%s); the nemesis undid the damage and restarted it", nodes, why),
 		env.EnsureRunning(ctx, nodes...)
+}
+
+// heldByCorrupt leaves out of nodes those whose files a corrupt fault
+// damaged and has not yet restarted: that fault's stop restarts them,
+// and a refusal is its to handle. The note says who was left.
+func (x *Executor) heldByCorrupt(nodes []int) ([]int, string) {
+	var held []int
+	for _, r := range x.corrupts {
+		if slices.Contains(nodes, r.c.Node) {
+			held = append(held, r.c.Node)
+		}
+	}
+	if len(held) == 0 {
+		return nodes, ""
+	}
+	slices.Sort(held)
+	rest := slices.DeleteFunc(slices.Clone(nodes), func(n int) bool { return slices.Contains(held, n) })
+	return rest, fmt.Sprintf(" (%v left to its corrupt fault)", held)
 }
 
 // refusal picks the node's own error out of a start error's log tail:

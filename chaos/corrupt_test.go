@@ -274,3 +274,24 @@ func TestPlan_CorruptHitsOneNodeWithASeed(t *testing.T) {
 		t.Errorf("%d seeds for %d faults", len(seeds), len(s.Faults))
 	}
 }
+
+// TestExecutor_KillStopLeavesACorruptedNodeToItsFault: a kill of every
+// node that overlaps a corrupt fault does not restart the damaged node
+// at its stop (a refusal there would be a crash); the corrupt stop does.
+func TestExecutor_KillStopLeavesACorruptedNodeToItsFault(t *testing.T) {
+	env := &corruptEnv{dirs: map[int]string{2: nodeDataDir(t)}}
+	s := Schedule{Faults: []Fault{
+		{ID: 0, Kind: KindCorrupt, Start: 0, Stop: 3 * time.Millisecond, Target: TargetOne, Nodes: []int{2}, Seed: 5},
+		{ID: 1, Kind: KindKill, Start: time.Millisecond, Stop: 2 * time.Millisecond, Target: TargetAll, Nodes: []int{1, 2, 3}},
+	}}
+	var ev events
+	x := NewExecutor(env, s, time.Now(), ev.observer())
+	x.Play(context.Background())
+	want := []string{"kill [2]", "kill [1 2 3]", "start [1 3]", "start [2]"}
+	if !reflect.DeepEqual(env.calls, want) {
+		t.Fatalf("calls %q, want %q", env.calls, want)
+	}
+	if d := ev.ended[2].Detail; d != "restart [1 3] ([2] left to its corrupt fault)" {
+		t.Errorf("kill stop detail %q", d)
+	}
+}

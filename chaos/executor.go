@@ -264,13 +264,15 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string, error) {
 	switch f.Kind {
 	case KindKill:
-		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
+		nodes, held := x.heldByCorrupt(nodes)
+		return fmt.Sprintf("restart %v%s", nodes, held), x.env.EnsureRunning(ctx, nodes...)
 	case KindPause:
 		return fmt.Sprintf("resume %v", nodes), x.env.Resume(ctx, nodes...)
 	case KindPartition:
 		return "heal", x.env.Heal(ctx)
 	case KindLoseUnfsynced:
-		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
+		nodes, held := x.heldByCorrupt(nodes)
+		return fmt.Sprintf("restart %v%s", nodes, held), x.env.EnsureRunning(ctx, nodes...)
 	case KindMembership:
 		return x.stopMembership(ctx, f)
 	case KindCorrupt:
