@@ -95,7 +95,9 @@
 //     nemesis drops that exit from Crashes, says so in the detail with
 //     the node's own error line, undoes the damage (flips the bits back,
 //     or writes the cut bytes back) and starts the node again. Any other
-//     exit (a panic exits 2) stays a crash.
+//     exit (a panic exits 2) stays a crash. Until its stop, the node is
+//     the fault's: the stop of a kill or power loss that also hit it
+//     leaves it down ("restart [1 3] ([2] left to its corrupt fault)").
 //
 // Crashes lists node exits the cluster did not cause.
 //
