@@ -292,7 +292,16 @@ type CorruptEnv interface {
 	// ForgetCrashes removes node id's exits since t from the crashes
 	// the env reports and returns them: a start the nemesis saw refused.
 	ForgetCrashes(id int, since time.Time) []Exit
+	// Running reports whether node id's process is alive.
+	Running(id int) bool
 }
+
+// refusalGrace is how long a corrupt stop watches a node it restarted
+// (Executor.grace):
+// damage the node's open let through (a flipped WAL record that etcd
+// takes for a torn write and repairs) can still stop it at once, when
+// raft finds entries missing that its leader knows it acknowledged.
+const refusalGrace = 3 * time.Second
 
 var _ CorruptEnv = (*Cluster)(nil)
 
@@ -326,25 +335,28 @@ func (c *Cluster) ForgetCrashes(id int, since time.Time) []Exit {
 type corruptRun struct {
 	dir  string
 	c    Corruption
-	tail []byte // a truncation's cut bytes
+	orig []byte // the file before the damage
 }
 
-// undo puts the file back as it was: flips the bits again, or appends
-// the cut bytes.
+// undo puts the file back as it was before the damage, whole (a node
+// that started on it may have changed it since: etcd's repair of what
+// it took for a torn write cuts the WAL and keeps the old one as
+// <name>.broken, which goes too).
 func (r *corruptRun) undo() error {
-	if r.c.Damage == DamageFlip {
-		return ApplyCorruption(r.dir, r.c)
-	}
 	path := filepath.Join(r.dir, filepath.FromSlash(r.c.File))
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_TRUNC, 0)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteAt(r.tail, r.c.Length)
+	_, err = f.Write(r.orig)
 	if err == nil {
 		err = f.Sync()
 	}
-	return errors.Join(err, f.Close())
+	err = errors.Join(err, f.Close())
+	if rerr := os.Remove(path + ".broken"); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
 }
 
 func (x *Executor) corruptEnv() (CorruptEnv, error) {
@@ -378,14 +390,11 @@ func (x *Executor) startCorrupt(ctx context.Context, f Fault) ([]int, string, er
 	if !ok {
 		return []int{node}, fmt.Sprintf("corrupt n%d: killed; no file to damage", node), nil
 	}
-	run := &corruptRun{dir: dir, c: c}
-	if c.Damage == DamageTruncate {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.File)))
-		if err != nil {
-			return []int{node}, fmt.Sprintf("corrupt n%d: killed", node), err
-		}
-		run.tail = b[c.Length:]
+	orig, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.File)))
+	if err != nil {
+		return []int{node}, fmt.Sprintf("corrupt n%d: killed", node), err
 	}
+	run := &corruptRun{dir: dir, c: c, orig: orig}
 	if err := ApplyCorruption(dir, c); err != nil {
 		return []int{node}, "corrupt " + c.String() + ": failed", err
 	}
@@ -395,10 +404,11 @@ func (x *Executor) startCorrupt(ctx context.Context, f Fault) ([]int, string, er
 
 // stopCorrupt restarts the node. A node that refuses to start (an exit
 // with status 1 before it is ready: raftq refuses a data dir whose raft
-// state was lost) is left as it is no longer: the nemesis undoes the
-// damage, as restoring the file from a backup would, and starts it
-// again, so that the run goes on; the detail says so. A start that ends
-// any other way (a panic exits 2) stays a crash.
+// state was lost), or that stops so within refusalGrace of being ready,
+// is left as it is no longer: the nemesis puts the file back as it was
+// before the damage, as restoring it from a backup would, and starts
+// the node again, so that the run goes on; the detail says so. A start
+// that ends any other way (a panic exits 2) stays a crash.
 func (x *Executor) stopCorrupt(ctx context.Context, f Fault, nodes []int) (string, error) {
 	env, err := x.corruptEnv()
 	if err != nil {
@@ -407,6 +417,9 @@ func (x *Executor) stopCorrupt(ctx context.Context, f Fault, nodes []int) (strin
 	began := time.Now()
 	err = env.EnsureRunning(ctx, nodes...)
 	run := x.corrupts[f.ID]
+	if err == nil && run != nil {
+		err = watchStart(ctx, env, run.c.Node, x.grace)
+	}
 	if err == nil {
 		delete(x.corrupts, f.ID)
 	}
@@ -425,6 +438,25 @@ func (x *Executor) stopCorrupt(ctx context.Context, f Fault, nodes []int) (strin
 	delete(x.corrupts, f.ID)
 	return fmt.Sprintf("restart %v: refused to start (%s); the nemesis undid the damage and restarted it", nodes, why),
 		env.EnsureRunning(ctx, nodes...)
+}
+
+// watchStart waits grace for node to exit after a start that
+// succeeded; an exit is an error.
+func watchStart(ctx context.Context, env CorruptEnv, node int, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	for {
+		if !env.Running(node) {
+			return fmt.Errorf("chaos: node %d exited within %s of being ready", node, grace)
+		}
+		if !time.Now().Before(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // heldByCorrupt leaves out of nodes those whose files a corrupt fault

@@ -184,20 +184,28 @@ type corruptEnv struct {
 	dirs    map[int]string
 	refuse  []string
 	crashes []Exit
+	dies    bool // a started node exits at once, with status 1
 }
 
 func (f *corruptEnv) DataDir(id int) (string, error) { return f.dirs[id], nil }
+func (f *corruptEnv) Running(id int) bool            { return !f.dies }
 func (f *corruptEnv) ForgetCrashes(id int, since time.Time) []Exit {
 	gone := f.crashes
 	f.crashes = nil
 	return gone
 }
 func (f *corruptEnv) EnsureRunning(ctx context.Context, ids ...int) error {
+	f.dies = false
 	if err := f.fakeEnv.EnsureRunning(ctx, ids...); err != nil || len(f.refuse) == 0 {
 		return err
 	}
 	status := f.refuse[0]
 	f.refuse = f.refuse[1:]
+	if status == "" { // ready, then gone
+		f.dies = true
+		f.crashes = append(f.crashes, Exit{Node: ids[0], Err: "exit status 1", At: time.Now()})
+		return nil
+	}
 	f.crashes = append(f.crashes, Exit{Node: ids[0], Err: status, At: time.Now()})
 	return errors.New("chaos: node 2 exited before ready; log tail:\nlevel=INFO msg=starting\nraftq server: wal x is damaged\n=== chaos: node 2 exited: " + status)
 }
@@ -213,6 +221,7 @@ func TestExecutor_CorruptKillsDamagesAndRestarts(t *testing.T) {
 		{name: "restarts", detail: "restart [2]"},
 		{name: "refused", refuse: []string{"exit status 1"}, restore: true, detail: `refused to start (raftq server: wal x is damaged)`},
 		{name: "panics", refuse: []string{"exit status 2"}, err: true, detail: "restart [2]"},
+		{name: "halts after ready", refuse: []string{""}, restore: true, detail: "refused to start (chaos: node 2 exited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := nodeDataDir(t)
@@ -221,6 +230,7 @@ func TestExecutor_CorruptKillsDamagesAndRestarts(t *testing.T) {
 			s := Schedule{Faults: []Fault{{ID: 0, Kind: KindCorrupt, Start: 0, Stop: time.Millisecond, Target: TargetOne, Nodes: []int{2}, Seed: 11}}}
 			var ev events
 			x := NewExecutor(env, s, time.Now(), ev.observer())
+			x.grace = 50 * time.Millisecond
 			x.Play(context.Background())
 			if len(ev.ended) != 2 {
 				t.Fatalf("events %+v", ev.ended)
@@ -286,6 +296,7 @@ func TestExecutor_KillStopLeavesACorruptedNodeToItsFault(t *testing.T) {
 	}}
 	var ev events
 	x := NewExecutor(env, s, time.Now(), ev.observer())
+	x.grace = 0
 	x.Play(context.Background())
 	want := []string{"kill [2]", "kill [1 2 3]", "start [1 3]", "start [2]"}
 	if !reflect.DeepEqual(env.calls, want) {

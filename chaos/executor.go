@@ -79,6 +79,7 @@ type Executor struct {
 	mstats         MemberStats
 	// The corrupt nemesis' (corrupt.go): fault id -> what its start did.
 	corrupts map[int]*corruptRun
+	grace    time.Duration   // refusalGrace; tests shorten it
 	next     time.Time       // when Play's next step is due; zero after the last
 	playCtx  context.Context // Play's; done once the workload has ended
 	healing  bool            // Heal runs
@@ -90,7 +91,7 @@ type Executor struct {
 // from start.
 func NewExecutor(env Env, s Schedule, start time.Time, obs Observer) *Executor {
 	return &Executor{env: env, s: s, obs: obs, start: start, acted: map[int][]int{}, members: map[int]*memberRun{}, decommissioned: map[int]time.Time{},
-		corrupts: map[int]*corruptRun{}, poll: memberPoll, settle: finalSettle}
+		corrupts: map[int]*corruptRun{}, grace: refusalGrace, poll: memberPoll, settle: finalSettle}
 }
 
 // Play performs every start and stop of the schedule at its offset,
