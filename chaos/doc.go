@@ -91,11 +91,13 @@
 //     Corruption.String(): node, file, class, size, and the bits
 //     (byte.bit) or the new length. The stop restarts the node; a start
 //     that exits with status 1 before it is ready (raftq refusing a data
-//     dir whose raft state was lost) is a refusal, not a crash: the
-//     nemesis drops that exit from Crashes, says so in the detail with
-//     the node's own error line, undoes the damage (flips the bits back,
-//     or writes the cut bytes back) and starts the node again. Any other
-//     exit (a panic exits 2) stays a crash. Until its stop, the node is
+//     dir whose raft state was lost), or within 3 s of being ready (raft
+//     halting a node that lost entries its leader knows it had), is a
+//     refusal, not a crash: the nemesis drops that exit from Crashes,
+//     says so in the detail with the node's own error line, puts the
+//     file back whole as it was before the damage (removing the
+//     <name>.broken copy etcd's WAL repair leaves) and starts the node
+//     again. Any other exit (a panic exits 2) stays a crash. Until its stop, the node is
 //     the fault's: the stop of a kill or power loss that also hit it
 //     leaves it down ("restart [1 3] ([2] left to its corrupt fault)").
 //

@@ -267,10 +267,11 @@
 //     files, ignores a bad partition.checkpoint and stands a raft
 //     snapshot in for a bad replica.checkpoint; a WAL damaged other than
 //     at its torn tail makes the node refuse to start (it lost raft
-//     state). A refused restart (exit status 1 before ready) is
-//     recorded in the stop's detail with the node's error; the nemesis
-//     then undoes its damage, as restoring the file from a backup
-//     would, and starts the node, so that the run goes on (the repair a
+//     state). A refused restart (exit status 1 before ready, or within
+//     3 s after) is recorded in the stop's detail with the node's
+//     error; the nemesis then puts the file back as it was, as
+//     restoring it from a backup would, and starts the node, so that
+//     the run goes on (the repair a
 //     real operator makes, decommission, remove and rejoin empty, needs
 //     a node to move the replicas to, which a 3-node run lacks). With
 //     the servers' hidden --unsafe-skip-crc-checks, segments below the
