@@ -210,7 +210,13 @@
 // raising --wal-segment-bytes is no truncation; with fsync never, whose
 // preallocations a power loss may undo, sizes are not checked. A torn
 // last record is etcd's wal.Repair's, as before, and the segment is
-// grown back to its preallocated size after it. Any other damage makes
+// grown back to its preallocated size after it; but etcd's decoder takes
+// any record that fails its check while holding an all-zero sector for
+// torn, so a record counts as torn only when nothing but zeros follows
+// where it claims to end (a torn write is the last one). A damaged
+// length that claims past the file end still passes for torn: raft then
+// halts the node at its leader's first heartbeat ("tocommit out of
+// range"), which the corrupt nemesis counts as a refusal. Any other damage makes
 // the open fail with a *WALDamageError naming the segment, and the node
 // refuses to start: it lost raft state (votes, entries it acknowledged),
 // and a voter that forgot them can elect a leader without committed

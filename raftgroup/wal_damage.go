@@ -1,6 +1,7 @@
 package raftgroup
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -130,6 +131,9 @@ func checkSegment(path string, prev uint32, last bool) (uint32, error) {
 		case errors.Is(err, io.EOF):
 			return dec.LastCRC(), nil
 		case errors.Is(err, io.ErrUnexpectedEOF) && last:
+			if at, ok := writtenAfter(f, dec.LastOffset()); ok {
+				return 0, fmt.Errorf("%w: the record at %d fails its check, but records follow it at %d: not a torn write", wal.ErrCRCMismatch, dec.LastOffset(), at)
+			}
 			return 0, nil // a torn tail: wal.Repair's
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return 0, fmt.Errorf("%w: it ends inside a record", ErrWALTruncated)
@@ -191,4 +195,31 @@ func regrowLast(dir string) error {
 		}
 	}
 	return errors.Join(err, f.Close())
+}
+
+// writtenAfter reports whether the segment holds a non-zero byte after
+// the record at off claims to end, and where. A torn write is the last
+// one: what follows its record is preallocated zeros. A record that
+// fails its check with data after it was damaged in place (etcd's
+// decoder takes any record holding a zero sector for torn). A length
+// that claims past the file end cannot be judged, and passes.
+func writtenAfter(f *os.File, off int64) (int64, bool) {
+	var frame [8]byte
+	if _, err := f.ReadAt(frame[:], off); err != nil {
+		return 0, false
+	}
+	n := binary.LittleEndian.Uint64(frame[:])
+	end := off + 8 + int64(n&^(uint64(0xff)<<56)) + int64(n>>56&0x7)*int64(n>>63)
+	buf := make([]byte, 64<<10)
+	for pos := end; ; pos += int64(len(buf)) {
+		k, err := f.ReadAt(buf, pos)
+		for i, b := range buf[:k] {
+			if b != 0 {
+				return pos + int64(i), true
+			}
+		}
+		if err != nil {
+			return 0, false
+		}
+	}
 }
