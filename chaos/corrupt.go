@@ -404,8 +404,8 @@ func (x *Executor) startCorrupt(ctx context.Context, f Fault) ([]int, string, er
 
 // stopCorrupt restarts the node. A node that refuses to start (an exit
 // with status 1 before it is ready: raftq refuses a data dir whose raft
-// state was lost), or that stops so within refusalGrace of being ready,
-// is left as it is no longer: the nemesis puts the file back as it was
+// state was lost), or that exits so within Executor.grace of being
+// ready, is not left down: the nemesis puts the file back as it was
 // before the damage, as restoring it from a backup would, and starts
 // the node again, so that the run goes on; the detail says so. A start
 // that ends any other way (a panic exits 2) stays a crash.
