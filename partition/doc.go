@@ -259,7 +259,9 @@
 //     already good for the next open); without a snapshot raft replays
 //     from its first entry and the log starts over empty. An ISR log
 //     (ISRLog) recovers the same way and its follower fetches the rest
-//     from its leader.
+//     from its leader; an ISR replica elected leader after such a cut
+//     (the last ISR member, ELR off) serves the shorter log, which the
+//     others then truncate to (DESIGN.md, "Damaged files").
 //   - The topic-level settings (Limits: segment and batch sizes, index
 //     spacing, retention) can change while the log is open (SetLimits), as
 //     an altered topic config takes effect in Kafka; written segments keep
