@@ -135,6 +135,11 @@ type Config struct {
 	// It exists only to prove that jepsen/ catches the lost writes it
 	// causes; never use it otherwise.
 	UnsafeAckBeforeCommit bool
+	// UnsafeSkipCRCChecks makes partition recovery trust the segment
+	// files below their recovery point (partition.Config's): a damaged
+	// batch there is served. It exists only to prove that jepsen/
+	// catches what the checks prevent; never use it otherwise.
+	UnsafeSkipCRCChecks bool
 
 	// ReplicaLagTimeMax is Kafka's replica.lag.time.max.ms: an ISR-mode
 	// follower not caught up for longer leaves the ISR, and a raft voter

@@ -74,8 +74,11 @@ func (n *Node) isrManager() (*isr.Manager, error) {
 }
 
 // serveReplicaFetch answers a follower's fetch (the peer transport's
-// FetchHandler).
+// FetchHandler), or a damaged raft replica's repair fetch (repair.go).
 func (n *Node) serveReplicaFetch(from uint64, req []byte, deadline time.Time) []byte {
+	if isRepairRequest(req) {
+		return n.serveRepair(req)
+	}
 	m, err := n.isrManager()
 	if err != nil {
 		return nil // closing: the fetcher sees a broken answer and retries elsewhere
@@ -194,7 +197,7 @@ func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*is
 	}
 	t, p := ref.Topic, ref.Partition
 	gid := p.Group
-	ip, err := m.Open(isr.PartitionConfig{Group: gid, TopicID: t.ID, Index: p.Index, Dir: dir, Log: logConfig(t),
+	ip, err := m.Open(isr.PartitionConfig{Group: gid, TopicID: t.ID, Index: p.Index, Dir: dir, Log: n.logConfig(t),
 		Flush: flushPolicy(t), Logger: n.log.With("topic", t.Name, "partition", p.Index)})
 	if err != nil {
 		return nil, err

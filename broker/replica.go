@@ -100,7 +100,7 @@ func (n *Node) openDataPartition(ref coordinator.PartitionRef, dir string) (*dat
 	if t.IsISR() {
 		repl, err = n.openISRReplication(ref, dir)
 	} else {
-		cfg := partition.ReplicaConfig{Dir: dir, Log: logConfig(t), Logger: n.log.With("topic", t.Name, "partition", ref.Partition.Index)}
+		cfg := partition.ReplicaConfig{Dir: dir, Log: n.logConfig(t), Logger: n.log.With("topic", t.Name, "partition", ref.Partition.Index)}
 		repl, err = n.openRaftReplication(ref, cfg)
 	}
 	if err != nil {
@@ -195,6 +195,13 @@ func (r *dataPartition) stampTime(batch []byte, info *partition.BatchInfo) int64
 // committed whatever its configs say at that moment.
 func maxBatchBytes(t *coordinator.Topic) int64 {
 	return min(t.ConfigInt("max.message.bytes"), t.ConfigInt("segment.bytes"))
+}
+
+// logConfig is the topic's log config on this node.
+func (n *Node) logConfig(t *coordinator.Topic) partition.Config {
+	c := logConfig(t)
+	c.UnsafeSkipCRCChecks = n.cfg.UnsafeSkipCRCChecks
+	return c
 }
 
 // logConfig turns a topic's configs into the partition log's. Values the

@@ -178,6 +178,13 @@ type raftReplication struct {
 // its raft group.
 func (n *Node) openRaftReplication(ref coordinator.PartitionRef, cfg partition.ReplicaConfig) (*raftReplication, error) {
 	sm, err := partition.OpenReplica(cfg)
+	if gap := (*partition.GapError)(nil); errors.As(err, &gap) {
+		// Damage raft cannot replay: refill it from a peer (repair.go).
+		if ferr := n.fillFromPeers(ref, cfg, gap); ferr != nil {
+			return nil, fmt.Errorf("%w; %w", err, ferr)
+		}
+		sm, err = partition.OpenReplica(cfg)
+	}
 	if err != nil {
 		return nil, err
 	}

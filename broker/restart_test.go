@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -164,7 +165,9 @@ func TestNode_AlteredConfigsApplyWhileRunning(t *testing.T) {
 	})
 }
 
-// A replica that cannot be opened (here its checkpoint is damaged) is
+// A replica that cannot be opened (here its checkpoint names a log end
+// far beyond its log and every peer's, a hole no peer can fill: a
+// checkpoint that merely fails its CRC is now rebuilt from raft) is
 // reported, not hidden: Metadata from its node shows it offline and never
 // names the node leader, /v1/status and raftq_offline_replicas name it,
 // and once the damage is gone the node's retry brings it back.
@@ -177,14 +180,16 @@ func TestNode_ReplicaThatCannotOpenIsOffline(t *testing.T) {
 	dir := c.nodes[sick].logDir("sick", 0)
 	c.stop(sick)
 	bad := filepath.Join(dir, "replica.checkpoint")
-	if err := os.WriteFile(bad, []byte("{}\ndeadbeef\n"), 0o644); err != nil {
+	body := `{"applied":3,"start":0,"next":1000}`
+	sealed := fmt.Sprintf("%s\n%08x\n", body, crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(bad, []byte(sealed), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.start(sick)
 	n := c.nodes[sick]
 	eventually(t, "node 3 to report its replica offline", func() bool {
 		off := n.Status().Offline
-		return len(off) == 1 && off[0].Topic == "sick" && strings.Contains(off[0].Error, "crc")
+		return len(off) == 1 && off[0].Topic == "sick" && strings.Contains(off[0].Error, "below its checkpoint")
 	})
 	if got := gaugeValue(t, n.metrics.reg, "raftq_offline_replicas"); got != 1 {
 		t.Errorf("raftq_offline_replicas = %v, want 1", got)

@@ -1,8 +1,9 @@
 // Package chaos runs clusters of real node processes and injects faults
 // into them: kill -9, SIGSTOP/SIGCONT, iptables partitions inside a
 // private network namespace (package netns), loss of un-fsynced writes
-// through a FUSE filesystem (package lazyfs), and partition moves
-// through the cluster's admin API (the membership nemesis). A seeded
+// through a FUSE filesystem (package lazyfs), partition moves through
+// the cluster's admin API (the membership nemesis), and damage to a
+// stopped node's files (the corrupt nemesis). A seeded
 // schedule staggers faults over a run as Jepsen does, ending with a
 // final heal.
 //
@@ -74,8 +75,31 @@
 //     "kill 4 (adding) mid-move of ...", "jepsen/3 on [4,5,2] after
 //     2.1s"), and a start's nodes are only the node it killed.
 //     Decommission and ElectLeaders are to be rows of the same table.
-//   - Disk corruption (KindDiskCorruption) is reserved for a later
-//     issue: Plan and scripts reject it.
+//   - Corrupt (KindCorrupt, corrupt.go): on an Env that implements
+//     CorruptEnv, SIGKILL one node (Plan draws it), then list its data
+//     dir's files the nemesis may damage (DataFiles: partition segments
+//     *.log, .index and .timeindex files, partition.checkpoint,
+//     replica.checkpoint and isr.checkpoint.*, raft WAL segments *.wal;
+//     not node.json, raft snapshots, staged snapshot logs, temporary or
+//     retired files, nor files without a non-zero byte), and draw from
+//     the fault's seed and that list (ChooseCorruption): a class among
+//     those present, evenly, a file of it, then either a flip of 1 to 4
+//     distinct bits below the file's last non-zero byte (etcd
+//     preallocates WAL segments with zeros) or a truncation to a length
+//     below it, with even odds. ApplyCorruption does it and fsyncs. The
+//     same files and seed give the same damage. The start's detail is
+//     Corruption.String(): node, file, class, size, and the bits
+//     (byte.bit) or the new length. The stop restarts the node; a start
+//     that exits with status 1 before it is ready (raftq refusing a data
+//     dir whose raft state was lost), or within 3 s of being ready (raft
+//     halting a node that lost entries its leader knows it had), is a
+//     refusal, not a crash: the nemesis drops that exit from Crashes,
+//     says so in the detail with the node's own error line, puts the
+//     file back whole as it was before the damage (removing the
+//     <name>.broken copy etcd's WAL repair leaves) and starts the node
+//     again. Any other exit (a panic exits 2) stays a crash. Until its stop, the node is
+//     the fault's: the stop of a kill or power loss that also hit it
+//     leaves it down ("restart [1 3] ([2] left to its corrupt fault)").
 //
 // Crashes lists node exits the cluster did not cause.
 //
@@ -98,8 +122,8 @@
 // one partition (leader, followers, replicas, others, metadata-leader),
 // which the Executor asks the Env for once, when the first fault that
 // names a role starts, and keeps for the rest of the script.
-// Membership (random schedules only) and disk-corruption (reserved) are
-// refused with ErrUnsupported.
+// Membership and corrupt (random schedules only) are refused with
+// ErrUnsupported.
 //
 // An Executor is the one way a schedule is performed (chaos tests and
 // jepsen's nemesis both use it). Play performs every start and stop at

@@ -77,9 +77,12 @@ type Executor struct {
 	decommissioned map[int]time.Time
 	open           []*moveRun // moves started whose end no look has seen yet
 	mstats         MemberStats
-	next           time.Time       // when Play's next step is due; zero after the last
-	playCtx        context.Context // Play's; done once the workload has ended
-	healing        bool            // Heal runs
+	// The corrupt nemesis' (corrupt.go): fault id -> what its start did.
+	corrupts map[int]*corruptRun
+	grace    time.Duration   // refusalGrace; tests shorten it
+	next     time.Time       // when Play's next step is due; zero after the last
+	playCtx  context.Context // Play's; done once the workload has ended
+	healing  bool            // Heal runs
 	// poll and settle are memberPoll and finalSettle; tests shorten them.
 	poll, settle time.Duration
 }
@@ -88,7 +91,7 @@ type Executor struct {
 // from start.
 func NewExecutor(env Env, s Schedule, start time.Time, obs Observer) *Executor {
 	return &Executor{env: env, s: s, obs: obs, start: start, acted: map[int][]int{}, members: map[int]*memberRun{}, decommissioned: map[int]time.Time{},
-		poll: memberPoll, settle: finalSettle}
+		corrupts: map[int]*corruptRun{}, grace: refusalGrace, poll: memberPoll, settle: finalSettle}
 }
 
 // Play performs every start and stop of the schedule at its offset,
@@ -250,6 +253,8 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 		return nodes, fmt.Sprintf("power loss of %s %v: ", what, nodes) + lossDetail(lost) + note, err
 	case KindMembership:
 		return x.startMembership(ctx, f)
+	case KindCorrupt:
+		return x.startCorrupt(ctx, f)
 	}
 	return nil, string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }
@@ -260,15 +265,19 @@ func (x *Executor) startFault(ctx context.Context, f Fault) ([]int, string, erro
 func (x *Executor) stopFault(ctx context.Context, f Fault, nodes []int) (string, error) {
 	switch f.Kind {
 	case KindKill:
-		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
+		nodes, held := x.heldByCorrupt(nodes)
+		return fmt.Sprintf("restart %v%s", nodes, held), x.env.EnsureRunning(ctx, nodes...)
 	case KindPause:
 		return fmt.Sprintf("resume %v", nodes), x.env.Resume(ctx, nodes...)
 	case KindPartition:
 		return "heal", x.env.Heal(ctx)
 	case KindLoseUnfsynced:
-		return fmt.Sprintf("restart %v", nodes), x.env.EnsureRunning(ctx, nodes...)
+		nodes, held := x.heldByCorrupt(nodes)
+		return fmt.Sprintf("restart %v%s", nodes, held), x.env.EnsureRunning(ctx, nodes...)
 	case KindMembership:
 		return x.stopMembership(ctx, f)
+	case KindCorrupt:
+		return x.stopCorrupt(ctx, f, nodes)
 	}
 	return string(f.Kind), fmt.Errorf("%w: %s", ErrUnsupported, f.Kind)
 }

@@ -227,7 +227,7 @@ func TestExecutor_HealRetriesAFailedStop(t *testing.T) {
 func TestExecutor_StartWithoutLeaderIsReportedAndHealed(t *testing.T) {
 	s := Schedule{Faults: []Fault{
 		{ID: 0, Kind: KindKill, Start: 0, Stop: time.Hour, Target: TargetLeader},
-		{ID: 1, Kind: KindDiskCorruption, Start: 0, Stop: time.Hour},
+		{ID: 1, Kind: Kind("disk-rot"), Start: 0, Stop: time.Hour},
 	}}
 	env := &fakeEnv{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -243,11 +243,11 @@ func TestExecutor_StartWithoutLeaderIsReportedAndHealed(t *testing.T) {
 		t.Errorf("kill of no leader reported as %+v", got)
 	}
 	if got := ev.ended[1]; !strings.Contains(got.Err, ErrUnsupported.Error()) {
-		t.Errorf("disk corruption reported as %+v, want %v", got, ErrUnsupported)
+		t.Errorf("an unknown kind reported as %+v, want %v", got, ErrUnsupported)
 	}
 	err := x.Heal(ctx)
 	if !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Heal = %v, want the disk corruption stop's %v", err, ErrUnsupported)
+		t.Errorf("Heal = %v, want the unknown kind's stop's %v", err, ErrUnsupported)
 	}
 	want := []string{"start []", "heal", "resume [1 2 3]", "start [1 2 3]"}
 	if !reflect.DeepEqual(env.calls, want) {

@@ -20,6 +20,7 @@ const (
 	KindPartition     Kind = "partition"      // iptables partition, heal at stop
 	KindLoseUnfsynced Kind = "lose-unfsynced" // power loss: kill the targets, drop their unsynced writes; restart them at stop
 	KindMembership    Kind = "membership"     // move partitions' replicas (membership.go); settle or cancel at stop
+	KindCorrupt       Kind = "corrupt"        // kill one node, damage one of its files (corrupt.go); restart it at stop
 )
 
 // ErrUnsupported is returned for a nemesis this package cannot run yet.
@@ -74,6 +75,8 @@ type ScheduleConfig struct {
 	PowerTargets []Target
 	// Membership tunes the membership nemesis.
 	Membership MembershipConfig
+	// Corrupt narrows what the corrupt nemesis damages.
+	Corrupt CorruptConfig `json:",omitempty"`
 }
 
 // DefaultScheduleConfig returns the defaults: a 10 s interval, every
@@ -120,12 +123,14 @@ func (c ScheduleConfig) Validate() error {
 	for _, k := range c.Kinds {
 		switch k {
 		case KindKill, KindPause, KindPartition, KindLoseUnfsynced:
+		case KindCorrupt:
+			if err := c.Corrupt.Validate(); err != nil {
+				return err
+			}
 		case KindMembership:
 			if err := c.Membership.Validate(len(c.Nodes)); err != nil {
 				return err
 			}
-		case KindDiskCorruption:
-			return fmt.Errorf("%w: %s (a later issue)", ErrUnsupported, k)
 		default:
 			return fmt.Errorf("chaos: unknown nemesis %q", k)
 		}
@@ -150,7 +155,8 @@ type Fault struct {
 	Cuts   []Cut    `json:",omitempty"`
 	Note   string   `json:",omitempty"`
 	// Action is a membership fault's action; Seed seeds its choices,
-	// made when it starts from the cluster as it then is.
+	// made when it starts from the cluster as it then is (and a corrupt
+	// fault's choice of file and damage, from the files it then finds).
 	Action MemberAction `json:",omitempty"`
 	Seed   uint64       `json:",omitempty"`
 }
@@ -172,6 +178,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("%s %s %s", f.Kind, f.Shape, f.Grudge)
 	case KindMembership:
 		return fmt.Sprintf("%s %s", f.Kind, f.Action)
+	case KindCorrupt:
+		return fmt.Sprintf("%s %v", f.Kind, f.Nodes)
 	}
 	return string(f.Kind)
 }
@@ -301,6 +309,8 @@ func choose(f *Fault, cfg ScheduleConfig, rng *rand.Rand) error {
 	case KindMembership:
 		acts := cfg.Membership.Actions
 		f.Action, f.Seed = acts[rng.IntN(len(acts))], rng.Uint64()
+	case KindCorrupt:
+		f.Target, f.Nodes, f.Seed = TargetOne, Pick(TargetOne, cfg.Nodes, rng), rng.Uint64()
 	}
 	return nil
 }

@@ -114,9 +114,9 @@ func TestPlan_TargetsAndShapes(t *testing.T) {
 }
 
 func TestPlan_Rejects(t *testing.T) {
-	bad := planCfg(1, KindDiskCorruption)
-	if _, err := Plan(bad); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("disk corruption: %v, want ErrUnsupported", err)
+	bad := planCfg(1, Kind("disk-rot"))
+	if _, err := Plan(bad); err == nil || !strings.Contains(err.Error(), "unknown nemesis") {
+		t.Errorf("an unknown nemesis: %v", err)
 	}
 	bad = planCfg(1, KindMembership)
 	bad.Membership.Actions = []MemberAction{"frobnicate"}

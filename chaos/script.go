@@ -40,11 +40,6 @@ const (
 // ShapeCuts is the partition shape of a script's step: explicit cuts.
 const ShapeCuts Shape = "cuts"
 
-// KindDiskCorruption is reserved for a nemesis that corrupts or truncates
-// files on a node's disk (a later issue): Plan and scripts reject it with
-// ErrUnsupported.
-const KindDiskCorruption Kind = "disk-corruption"
-
 // Cut says who cannot reach whom: traffic from every node of From to
 // every node of To is dropped, and, unless OneWay, from To to From too.
 // Entries are node ids ("3") or roles.
@@ -129,9 +124,8 @@ type Script struct {
 //	  ]
 //	}
 //
-// Kinds are kill, pause, partition and lose-unfsynced; membership runs
-// only from a random schedule and disk-corruption is reserved (both
-// ErrUnsupported). Unknown fields are
+// Kinds are kill, pause, partition and lose-unfsynced; membership and
+// corrupt run only from a random schedule (both ErrUnsupported). Unknown fields are
 // errors, so a misspelt key does not silently change the scenario.
 func ReadScript(r io.Reader) (Script, error) {
 	dec := json.NewDecoder(r)
@@ -200,8 +194,8 @@ func (st ScriptStep) validate() error {
 		return nil
 	case KindMembership:
 		return fmt.Errorf("%w: %s in a script (it runs from a random schedule, --nemesis membership)", ErrUnsupported, st.Kind)
-	case KindDiskCorruption:
-		return fmt.Errorf("%w: %s (a later issue)", ErrUnsupported, st.Kind)
+	case KindCorrupt:
+		return fmt.Errorf("%w: %s in a script (it runs from a random schedule, --nemesis corrupt)", ErrUnsupported, st.Kind)
 	}
 	return fmt.Errorf("unknown kind %q", st.Kind)
 }

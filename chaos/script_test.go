@@ -64,10 +64,10 @@ func TestReadScript_Rejects(t *testing.T) {
 		"half cut":     {`{"name": "x", "steps": [{"kind": "partition", "start": "1s", "stop": "2s", "cuts": [{"from": ["1"]}]}]}`, "needs from and to"},
 		"overlap": {`{"name": "x", "steps": [{"kind": "kill", "start": "1s", "stop": "3s", "nodes": ["1"]},
 			{"kind": "kill", "start": "2s", "stop": "4s", "nodes": ["2"]}]}`, "before the previous kill stops"},
-		"stop first":      {`{"name": "x", "steps": [{"kind": "kill", "start": "2s", "stop": "1s", "nodes": ["1"]}]}`, "runs from"},
-		"bad partition":   {`{"name": "x", "partition": "first", "steps": []}`, "want a number"},
-		"membership":      {`{"name": "x", "steps": [{"kind": "membership", "start": "1s", "stop": "2s", "nodes": ["1"]}]}`, "not supported"},
-		"disk corruption": {`{"name": "x", "steps": [{"kind": "disk-corruption", "start": "1s", "stop": "2s", "nodes": ["1"]}]}`, "not supported"},
+		"stop first":    {`{"name": "x", "steps": [{"kind": "kill", "start": "2s", "stop": "1s", "nodes": ["1"]}]}`, "runs from"},
+		"bad partition": {`{"name": "x", "partition": "first", "steps": []}`, "want a number"},
+		"membership":    {`{"name": "x", "steps": [{"kind": "membership", "start": "1s", "stop": "2s", "nodes": ["1"]}]}`, "not supported"},
+		"corrupt":       {`{"name": "x", "steps": [{"kind": "corrupt", "start": "1s", "stop": "2s", "nodes": ["1"]}]}`, "not supported"},
 	} {
 		if _, err := ParseScript([]byte(tc.script)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)

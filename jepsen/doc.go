@@ -252,6 +252,30 @@
 //     transfer when the leader leaves, and one joint consensus change;
 //     an ISR move adds the new replicas to the ISR before group 0 ends
 //     it (coordinator/reassign.go).
+//   - corrupt: SIGKILL one node (drawn at Plan), then damage one file of
+//     its data dir, drawn from the fault's seed and the files there: a
+//     class among partition segments (*.log), index files (.index,
+//     .timeindex), checkpoints (partition.checkpoint, replica.checkpoint,
+//     isr.checkpoint.*) and raft WAL segments, a file of it, and either
+//     1 to 4 flipped bits below its last non-zero byte or a truncation
+//     to a length below it; stop restarts the node. The history's start
+//     completion names it all ("corrupt n2 flip log/jepsen-1/...log
+//     (segment, 81234 B) bits 1023.4 5512.0"). raftq cuts a damaged
+//     partition log at its first bad batch and refills it (from raft's
+//     replay, from a peer when the damage lies below the replica
+//     checkpoint, or as an ISR follower from its leader), rebuilds index
+//     files, ignores a bad partition.checkpoint and stands a raft
+//     snapshot in for a bad replica.checkpoint; a WAL damaged other than
+//     at its torn tail makes the node refuse to start (it lost raft
+//     state). A refused restart (exit status 1 before ready, or within
+//     3 s after) is recorded in the stop's detail with the node's
+//     error; the nemesis then puts the file back as it was, as
+//     restoring it from a backup would, and starts the node, so that
+//     the run goes on (the repair a
+//     real operator makes, decommission, remove and rejoin empty, needs
+//     a node to move the replicas to, which a 3-node run lacks). With
+//     the servers' hidden --unsafe-skip-crc-checks, segments below the
+//     recovery point are trusted unread, and the checkers see the damage.
 //
 // # The replication-mode matrix
 //

@@ -63,6 +63,9 @@ func (c Config) Validate() error {
 	if _, ok := c.Faults.(chaos.MembershipEnv); !ok && slices.ContainsFunc(c.Schedule.Faults, func(f chaos.Fault) bool { return f.Kind == chaos.KindMembership }) {
 		return fmt.Errorf("membership faults on a nemesis without an admin API: %w", ErrBadConfig)
 	}
+	if _, ok := c.Faults.(chaos.CorruptEnv); !ok && slices.ContainsFunc(c.Schedule.Faults, func(f chaos.Fault) bool { return f.Kind == chaos.KindCorrupt }) {
+		return fmt.Errorf("corrupt faults on a nemesis without data directories: %w", ErrBadConfig)
+	}
 	if err := c.Schedule.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}

@@ -64,6 +64,12 @@ type Config struct {
 	// Logger receives recovery and failure reports; nil discards them.
 	Logger *slog.Logger
 
+	// UnsafeSkipCRCChecks makes recovery trust the segments below the
+	// checkpoint's recovery point after a look at their index and tail,
+	// as it did before bit rot was a fault, instead of checking every
+	// batch's CRC at open. Only for showing what the check catches.
+	UnsafeSkipCRCChecks bool
+
 	// crashPoint, set only by this package's tests, is called at named
 	// points inside multi-step operations so a crash test can kill the
 	// process exactly there.

@@ -27,10 +27,11 @@
 // entries whenever the largest timestamp so far grew, plus one when the
 // segment is sealed: "every batch up to the one at this offset has a max
 // timestamp <= ts". Both indexes also live in memory (under 1% of the log
-// size at the default interval). The files are hints: recovery adopts them
-// only for segments below the recovery point and only if they rise, stay
-// inside the file and agree with the batch at their last entry, and
-// rebuilds them otherwise. The active segment's index files are written
+// size at the default interval). The files are hints: recovery rebuilds
+// both from the batches it reads and rewrites a file that differs (a
+// damaged index); with Config.UnsafeSkipCRCChecks it adopts them unread
+// for segments below the recovery point if they rise, stay inside the
+// file and agree with the batch at their last entry. The active segment's index files are written
 // when it is sealed (rolled) and at Close, not on every append.
 //
 // partition.checkpoint is a small text file with a CRC, replaced atomically
@@ -103,14 +104,27 @@
 //     checkpoint whose recovery point is the log end, so the next Open reads
 //     only a few KiB per segment.
 //   - Open recovers: segments wholly below the checkpointed start are
-//     removed; segments that end at or below the recovery point are trusted
-//     after a cheap check (indexes rise, the batch at the last index entry
-//     is where it says, headers chain exactly to the end of the file);
-//     every other segment is read in full, each batch validated and its
-//     offset checked, indexes rebuilt. The first bad byte ends the log: the
-//     file is cut there and later segments are removed. If recovery changed
-//     anything it syncs the result before returning, so discarded bytes
-//     cannot resurface after a second crash.
+//     removed; every other segment is read in full, each batch validated
+//     (CRC-32C, record framing) and its offset checked, its indexes
+//     rebuilt. The first bad byte ends the log: the file is cut there and
+//     later segments are removed, whether the damage is a torn tail above
+//     the recovery point or bit rot (or a truncation) in a sealed segment
+//     far below it. A segment below the recovery point that reads whole
+//     and whose index files match is left untouched (nothing rewritten or
+//     synced). If recovery changed anything it syncs the result before
+//     returning, so discarded bytes cannot resurface after a second
+//     crash. The cost is one read of the log per open (the CRC is
+//     hardware-accelerated, so it runs at disk speed); Kafka reads only
+//     above its recovery point after an unclean shutdown, and serves bit
+//     rot below it. Config.UnsafeSkipCRCChecks (the server's hidden
+//     --unsafe-skip-crc-checks, to show what the check catches) trusts
+//     segments ending at or below the recovery point after a cheap check
+//     (indexes rise, the batch at the last index entry is where it says,
+//     headers chain exactly to the end of the file), as before.
+//   - A damaged partition.checkpoint (its CRC) is ignored: every segment
+//     is read from the first, the start falls back to the first segment's
+//     base (a raft replica's checkpoint moves it back), and a new one is
+//     written.
 //   - A failed write or fsync (ENOSPC, EIO) makes the log refuse every
 //     further change with an error wrapping ErrFailed and the cause (so
 //     errors.Is(err, syscall.ENOSPC) works); reads keep working. After a
@@ -225,8 +239,29 @@
 //     message.timestamp.type is LogAppendTime) are found by their max
 //     timestamp.
 //   - Recovery cuts the log at the first invalid batch even in an old
-//     segment (bit rot), as Kafka does; the owner must compare the
-//     recovered end with its own checkpoint and refill from raft.
+//     segment (bit rot); the owner compares the recovered end with its
+//     own checkpoint and refills the rest (below).
+//   - Damage at a raft Replica's open (replica_repair.go): at or above
+//     the replica checkpoint's end it costs nothing, since the log is cut
+//     back to the checkpoint anyway and raft replays the rest. Below it,
+//     raft cannot help (its log is compacted behind the snapshot the
+//     checkpoint belongs to), so OpenReplica refuses with a *GapError
+//     (an ErrCorruptLog) naming [End, Next): the replica never opens with
+//     a hole. FillReplica copies that range from another replica's log
+//     (raft replicas hold the same batches at the same offsets), checking
+//     every batch in full before appending it, so damage is never copied;
+//     the broker does it over the peer transport before the replica joins
+//     its raft group (broker/repair.go). A damaged replica.checkpoint
+//     leaves the replica unanchored: it opens with applied 0 serving
+//     nothing, raft restores its local snapshot, whose data is the same
+//     checkpoint, and restoreInPlace rewrites the file from it and cuts
+//     the log back as an open would (a GapError then too, with the file
+//     already good for the next open); without a snapshot raft replays
+//     from its first entry and the log starts over empty. An ISR log
+//     (ISRLog) recovers the same way and its follower fetches the rest
+//     from its leader; an ISR replica elected leader after such a cut
+//     (the last ISR member, ELR off) serves the shorter log, which the
+//     others then truncate to (DESIGN.md, "Damaged files").
 //   - The topic-level settings (Limits: segment and batch sizes, index
 //     spacing, retention) can change while the log is open (SetLimits), as
 //     an altered topic config takes effect in Kafka; written segments keep

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -153,7 +154,7 @@ func (l *Log) openSegment(base, recoveryPoint int64, last bool) (s *segment, tor
 		s.release()
 		return nil, false, false, fmt.Errorf("open segment %d: %w", base, err)
 	}
-	if l.loadTrusted(s, st.Size(), recoveryPoint, last) {
+	if l.trustFiles() && l.loadTrusted(s, st.Size(), recoveryPoint, last) {
 		return s, false, false, nil
 	}
 	torn, err = l.scanSegment(s, st.Size())
@@ -161,7 +162,37 @@ func (l *Log) openSegment(base, recoveryPoint int64, last bool) (s *segment, tor
 		s.release()
 		return nil, false, false, err
 	}
+	if !torn && s.next <= recoveryPoint && l.indexesMatch(s) {
+		// Durable, whole and its index files right: nothing to rewrite
+		// or sync.
+		s.unsynced = false
+		return s, false, false, nil
+	}
 	return s, torn, true, nil
+}
+
+// trustFiles says whether recovery trusts segments below the recovery
+// point after a cheap check instead of reading every batch
+// (Config.UnsafeSkipCRCChecks).
+func (l *Log) trustFiles() bool { return l.cfg.UnsafeSkipCRCChecks }
+
+// indexesMatch reports whether the segment's index files hold what the
+// scan rebuilt (the time index sealed or not).
+func (l *Log) indexesMatch(s *segment) bool {
+	ib, err := readFile(l.fs, s.path+indexSuffix)
+	if err != nil || !bytes.Equal(ib, encodeIndex(s.index)) {
+		return false
+	}
+	tb, err := readFile(l.fs, s.path+timeIndexSuffix)
+	if err != nil {
+		return false
+	}
+	if bytes.Equal(tb, encodeTimeIndex(s.times)) {
+		return true
+	}
+	sealed := segment{base: s.base, times: slices.Clip(s.times), maxTS: s.maxTS, lastBase: s.lastBase}
+	sealed.seal()
+	return bytes.Equal(tb, encodeTimeIndex(sealed.times))
 }
 
 // loadTrusted adopts the on-disk indexes of a segment that ends at or below

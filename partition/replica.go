@@ -45,6 +45,10 @@ type Replica struct {
 	// Owned by the group's goroutine.
 	applied   uint64
 	producers map[int64]*ProducerState
+	// unanchored: the checkpoint file was damaged, so the log is not cut
+	// back yet; raft's snapshot stands in for it (restoreInPlace), or,
+	// without one, the log starts over for the replay (anchorEmpty).
+	unanchored bool
 
 	mu     sync.Mutex // guards epochs and staged
 	epochs epochCache
@@ -80,13 +84,18 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	if err := r.findStaged(); err != nil {
 		return nil, fmt.Errorf("open replica %s: %w", cfg.Dir, err)
 	}
-	cp, err := readReplicaCheckpoint(cfg.Log.FS, cfg.Dir)
+	cp, err := r.openCheckpoint()
 	if err != nil {
 		return nil, err
 	}
 	l, err := Open(cfg.Dir, cfg.Log)
 	if err != nil {
 		return nil, err
+	}
+	if r.unanchored {
+		r.log.Store(l)
+		r.adopt(cp)
+		return r, nil
 	}
 	if err := r.rewind(l, cp); err != nil {
 		_ = l.Close()
@@ -106,7 +115,7 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 // other replicas'.
 func (r *Replica) rewind(l *Log, cp replicaCheckpoint) error {
 	if end := l.EndOffset(); end < cp.Next {
-		return fmt.Errorf("%w: log ends at %d below checkpoint %d", ErrCorruptLog, end, cp.Next)
+		return &GapError{Dir: r.cfg.Dir, End: end, Next: cp.Next}
 	}
 	if l.StartOffset() > cp.Next {
 		r.logger.Info("log start moved past the checkpoint; restarting the log there for the replay",
@@ -166,6 +175,11 @@ func (r *Replica) Epochs() []EpochStart {
 func (r *Replica) SkipEntry(index uint64) { r.applied = max(r.applied, index) }
 
 func (r *Replica) Apply(e raftgroup.Entry) (any, error) {
+	if r.unanchored {
+		if err := r.anchorEmpty(); err != nil {
+			return nil, fmt.Errorf("partition %s: apply entry %d: %w", r.cfg.Dir, e.Index, err)
+		}
+	}
 	res, err := r.apply(e)
 	if err != nil {
 		return nil, fmt.Errorf("partition %s: apply entry %d: %w", r.cfg.Dir, e.Index, err)

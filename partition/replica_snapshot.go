@@ -271,6 +271,9 @@ func (r *Replica) Restore(snap *raftpb.Snapshot) error {
 	staged, ok := r.staged[idx]
 	delete(r.staged, idx)
 	r.mu.Unlock()
+	if !ok && r.unanchored {
+		return r.restoreInPlace(snap)
+	}
 	if !ok {
 		return fmt.Errorf("partition: restore snapshot %d: no staged log", idx)
 	}

@@ -196,6 +196,34 @@
 // its own WAL. Host.RemoveGroup(id, true) and DropGroupData write a
 // removal, so a group id created again later starts empty.
 //
+// # A damaged WAL (wal_damage.go)
+//
+// Before etcd reads a WAL (the node's shared one or a group's own),
+// checkWAL decodes every segment on its own: each record against its
+// CRC, and each segment's first (CRC) record against the running CRC the
+// segment before ended with, so that a segment cut at a record boundary
+// shows. It also checks sizes: etcd preallocates each segment and cuts
+// to the next only once one has reached wal.SegmentSizeBytes, truncating
+// it to its records but never below that, so a crash never leaves a
+// segment shorter; a truncation does. The bound is the smallest segment
+// size the WAL was written with (<wal dir>.segment-bytes beside it), so
+// raising --wal-segment-bytes is no truncation; with fsync never, whose
+// preallocations a power loss may undo, sizes are not checked. A torn
+// last record is etcd's wal.Repair's, as before, and the segment is
+// grown back to its preallocated size after it; but etcd's decoder takes
+// any record that fails its check while holding an all-zero sector for
+// torn, so a record counts as torn only when nothing but zeros follows
+// where it claims to end (a torn write is the last one). A damaged
+// length that claims past the file end still passes for torn: raft then
+// halts the node at its leader's first heartbeat ("tocommit out of
+// range"), which the corrupt nemesis counts as a refusal. Any other damage makes
+// the open fail with a *WALDamageError naming the segment, and the node
+// refuses to start: it lost raft state (votes, entries it acknowledged),
+// and a voter that forgot them can elect a leader without committed
+// entries, so it must not rejoin as the same member; the way back is to
+// decommission and remove it and start it empty with --seeds (a new
+// incarnation).
+//
 // # WAL segment size
 //
 // etcd's WAL segment size is the package variable wal.SegmentSizeBytes

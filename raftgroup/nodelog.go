@@ -100,8 +100,12 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 		if err != nil {
 			return nil, fmt.Errorf("create node wal %s: %w", dir, err)
 		}
+		if _, err := minSegmentBytes(dir); err != nil {
+			w.Close()
+			return nil, err
+		}
 		l.w = w
-	} else if err := l.replay(meta); err != nil {
+	} else if err := l.replay(meta, fsync != FsyncNever); err != nil {
 		return nil, err
 	}
 	if fsync == FsyncNever {
@@ -116,7 +120,10 @@ func openNodeLog(dir string, meta []byte, fsync FsyncPolicy, zl *zap.Logger, obs
 }
 
 // replay opens an existing log and rebuilds every group's state from it.
-func (l *nodeLog) replay(meta []byte) error {
+func (l *nodeLog) replay(meta []byte, sized bool) error {
+	if err := checkWAL(l.dir, sized); err != nil {
+		return err
+	}
 	snaps, err := wal.ValidSnapshotEntries(l.zl, l.dir)
 	if err != nil {
 		return fmt.Errorf("list node wal checkpoints %s: %w", l.dir, err)

@@ -83,7 +83,11 @@ func OpenDiskStorage(dir string, node, group uint64, fsync FsyncPolicy, l *slog.
 		if err != nil {
 			return nil, fmt.Errorf("create wal %s: %w", walDir, err)
 		}
-	} else if err = s.openExisting(walDir, meta); err != nil {
+		if _, err := minSegmentBytes(walDir); err != nil {
+			s.w.Close()
+			return nil, err
+		}
+	} else if err = s.openExisting(walDir, meta, fsync != FsyncNever); err != nil {
 		return nil, err
 	}
 	if fsync == FsyncNever {
@@ -103,7 +107,10 @@ func walMetadata(node, group uint64) []byte {
 	return b
 }
 
-func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
+func (s *DiskStorage) openExisting(walDir string, meta []byte, sized bool) error {
+	if err := checkWAL(walDir, sized); err != nil {
+		return err
+	}
 	walSnaps, err := wal.ValidSnapshotEntries(s.zl, walDir)
 	if err != nil {
 		return fmt.Errorf("list wal snapshots %s: %w", walDir, err)
@@ -136,8 +143,10 @@ func (s *DiskStorage) openExisting(walDir string, meta []byte) error {
 }
 
 // readWAL opens the etcd WAL in walDir at start and reads it all. A torn
-// last record (a crash mid-write) is repaired once, as etcd does; the WAL
-// returned is ready to append.
+// last record (a crash mid-write) is repaired once, as etcd does, and the
+// segment grown back to its preallocated size (checkWAL); the WAL
+// returned is ready to append. Callers run checkWAL first: other damage
+// is refused, not repaired.
 func readWAL(zl *zap.Logger, walDir string, start *walpb.Snapshot) (*wal.WAL, []byte, *raftpb.HardState, []*raftpb.Entry, error) {
 	for repaired := false; ; repaired = true {
 		w, err := wal.Open(zl, walDir, start)
@@ -150,8 +159,12 @@ func readWAL(zl *zap.Logger, walDir string, start *walpb.Snapshot) (*wal.WAL, []
 		}
 		w.Close()
 		if repaired || !errors.Is(err, io.ErrUnexpectedEOF) || !wal.Repair(zl, walDir) {
-			return nil, nil, nil, nil, fmt.Errorf("read wal %s: %w", walDir, err)
+			return nil, nil, nil, nil, &WALDamageError{Dir: walDir, Err: err}
 		}
+		if err := regrowLast(walDir); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("repair wal %s: %w", walDir, err)
+		}
+
 	}
 }
 

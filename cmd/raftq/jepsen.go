@@ -25,6 +25,8 @@ type jepsenFlags struct {
 	power       []string
 	shapes      []string
 	actions     []string
+	corruptCls  []string
+	corruptDmg  []string
 	acks        string
 	concurrency int
 	rf          int16
@@ -38,7 +40,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	f := &jepsenFlags{cfg: jepsen.DefaultRaftqConfig(), now: time.Now}
 	c, w, s := &f.cfg, &f.cfg.Run.Workload, &f.cfg.Schedule
 	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "raftq server processes to run")
-	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced, membership (comma separated; none for no faults)")
+	fs.StringSliceVar(&f.nemeses, "nemesis", kindNames(s.Kinds), "faults: kill, pause, partition, lose-unfsynced, membership, corrupt (comma separated; none for no faults)")
 	fs.StringVar(&f.schedule, "schedule", "", "fault script (JSON file, or a shipped one: "+strings.Join(jepsen.ShippedScripts(), ", ")+") instead of a random schedule; see jepsen/schedules/README.md")
 	fs.DurationVar(&w.Duration, "time", 120*time.Second, "how long the workload and the faults run")
 	fs.Float64Var(&w.Rate, "rate", w.Rate, "operations per second, all processes together")
@@ -58,6 +60,8 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.StringSliceVar(&f.actions, "membership-actions", actionNames(s.Membership.Actions), "what membership faults do: move, reorder, cancel, kill-mid-move (of the test topic's partitions), decommission (a node, recommissioned at the fault's stop)")
 	fs.Float64Var(&s.Membership.ResizeP, "membership-resize", s.Membership.ResizeP, "chance that a move's target has another number of replicas than the topic (never below min.insync.replicas in isr mode)")
 	fs.DurationVar(&s.Membership.Settle, "membership-settle", s.Membership.Settle, "how long a membership fault's stop waits for its moves before it cancels them (never past the next fault step)")
+	fs.StringSliceVar(&f.corruptCls, "corrupt-files", nil, "files corrupt faults damage: segment, index, checkpoint, wal (default all)")
+	fs.StringSliceVar(&f.corruptDmg, "corrupt-damage", nil, "what corrupt faults do to them: flip (a few bits), truncate (default both)")
 	fs.BoolVar(&w.Idempotent, "idempotent", true, "idempotent producers (default false with --unsafe-ack-before-commit)")
 	fs.StringVar(&w.PollMode, "poll-mode", w.PollMode, "consumers: assign (seek) or subscribe (consumer groups)")
 	fs.DurationVar(&w.OpTimeout, "op-timeout", w.OpTimeout, "a send or poll without an answer by then is indefinite")
@@ -124,6 +128,13 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	for _, sh := range f.shapes {
 		s.Shapes = append(s.Shapes, chaos.Shape(sh))
+	}
+	s.Corrupt = chaos.CorruptConfig{}
+	for _, cl := range f.corruptCls {
+		s.Corrupt.Classes = append(s.Corrupt.Classes, chaos.FileClass(cl))
+	}
+	for _, d := range f.corruptDmg {
+		s.Corrupt.Damages = append(s.Corrupt.Damages, chaos.Damage(d))
 	}
 	s.Membership.Actions = nil
 	for _, a := range f.actions {

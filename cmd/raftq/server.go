@@ -76,6 +76,8 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer acks=all before raft commit (for testing the checkers only)")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
+	fs.BoolVar(&c.UnsafeSkipCRCChecks, "unsafe-skip-crc-checks", false, "trust partition segments below their recovery point at start, unchecked (for testing the checkers only)")
+	_ = fs.MarkHidden("unsafe-skip-crc-checks")
 	return f
 }
 
