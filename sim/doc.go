@@ -36,6 +36,14 @@
 // acknowledged batches, as they do in Kafka; a planted-bug test shows the
 // checker finds that.
 //
+// Config.CorruptRate damages a file of a node that is down (corrupt.go):
+// bits flipped or the file cut. A partition replica that finds, at open,
+// its log cut below its checkpoint (partition.GapError) refills it from
+// a live, reachable peer (repair.go, as the broker's fillFromPeers), or
+// stays offline and is tried again every tick. The rate is 0 in
+// DefaultConfig: a damaged replica checkpoint over a damaged segment
+// still leaves a replica that cannot start.
+//
 // The raft log itself stays on Store, not on the node WAL: the WAL is
 // etcd's storage/wal, which opens, locks, preallocates and renames through
 // os and fileutil directly and has no file-system seam to run over a

@@ -77,11 +77,47 @@ func (s *Sim) openPartition(n *node, g uint64) (*partReplica, error) {
 	cfg.WritebackBytes = 0
 	cfg.FS = n.disk
 	cfg.Clock = s.clock
-	r, err := partition.OpenReplica(partition.ReplicaConfig{Dir: partDir(g), Log: cfg})
+	rc := partition.ReplicaConfig{Dir: partDir(g), Log: cfg}
+	r, err := partition.OpenReplica(rc)
+	var gap *partition.GapError
+	if errors.As(err, &gap) {
+		if rerr := s.repairFrom(n, g, rc, gap); rerr != nil {
+			return nil, fmt.Errorf("%w; no repair yet: %w", err, rerr)
+		}
+		r, err = partition.OpenReplica(rc)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &partReplica{Replica: r, s: s, node: n.id, group: g}, nil
+}
+
+// retryOffline tries again, on every live node, to repair and start the
+// partition replicas that were offline for want of a peer to refill them.
+func (s *Sim) retryOffline() {
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		for _, g := range s.partitionGroups() {
+			if n.offline[g] == nil {
+				continue
+			}
+			r, err := s.openPartition(n, g)
+			if err != nil {
+				n.offline[g] = err
+				continue
+			}
+			if err := s.createGroup(n, n.host, g, r); err != nil {
+				s.chk.fail("node %d partition %d: cannot start at tick %d: %s", n.id, g, s.now, err)
+				delete(n.offline, g)
+				continue
+			}
+			delete(n.offline, g)
+			n.parts[g] = r
+			s.note("node %d partition %d: repaired and started", n.id, g)
+		}
+	}
 }
 
 // clock is the simulator's virtual time, for the logs' rolling.
@@ -295,7 +331,7 @@ func (s *Sim) finishPartitions() {
 		for _, n := range s.nodes {
 			r := n.parts[g]
 			if r == nil {
-				s.chk.fail("partition %d: node %d has no replica", g, n.id)
+				s.chk.fail("partition %d: node %d has no replica (cannot open: %v)", g, n.id, n.offline[g])
 				continue
 			}
 			logs[n.id] = s.readLog(n.id, g, r.Log())

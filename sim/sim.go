@@ -11,6 +11,7 @@ import (
 
 	"github.com/raftq/raftq/internal/vfs"
 	"github.com/raftq/raftq/isr"
+	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -120,6 +121,7 @@ type Result struct {
 	Appends     int      // batches appended to partition logs, all replicas
 	Installs    int      // partition snapshots installed
 	Corruptions int      // files damaged (Config.CorruptRate)
+	Repairs     int      // partition logs refilled from a peer after damage
 	Commands    int      // metadata and group commands applied for their proposer
 	Refused     int      // of those, refused by the state machine (a topic that exists)
 	Restores    int      // metadata and offsets replicas restored from a snapshot and checked against another's state
@@ -170,6 +172,7 @@ type node struct {
 	stores    map[uint64]*Store
 	disk      *vfs.Mem                // the partitions' files, across incarnations
 	parts     map[uint64]*partReplica // this incarnation's partition replicas
+	offline   map[uint64]error        // partition replicas waiting for a repair, and why
 
 	// The ISR side (isr.go): this incarnation's Manager and replicas, by
 	// partition; how many starts it had; whether it must register again;
@@ -273,22 +276,44 @@ func (s *Sim) hostConfig(n *node) raftgroup.Config {
 // electionTicks is every simulated node's raft election timeout.
 const electionTicks = 10
 
+// createGroup starts group g on host h with state machine sm.
+func (s *Sim) createGroup(n *node, h *raftgroup.Host, g uint64, sm raftgroup.StateMachine) error {
+	var peers []uint64
+	for _, m := range s.nodes {
+		peers = append(peers, m.id)
+	}
+	gc := raftgroup.GroupConfig{ID: g, Peers: peers, StateMachine: sm}
+	gc.ForwardProposals, gc.AlwaysFsync = s.isMetadata(g), s.isMetadata(g) // as the controller opens group 0
+	if preferred := peers[int(g)%len(peers)]; preferred != n.id {
+		// As the broker does: the others hold a new group's first
+		// election for one replica (ignored once a store holds state).
+		gc.HoldElectionTicks = 2 * electionTicks
+	}
+	_, err := h.CreateGroup(gc)
+	return err
+}
+
 // boot starts a node's host and groups from its stores.
 func (s *Sim) boot(n *node) error {
 	h, err := raftgroup.NewHost(s.hostConfig(n))
 	if err != nil {
 		return err
 	}
-	var peers []uint64
-	for _, m := range s.nodes {
-		peers = append(peers, m.id)
-	}
-	n.parts = map[uint64]*partReplica{}
+	n.parts, n.offline = map[uint64]*partReplica{}, map[uint64]error{}
 	for g := uint64(1); g <= uint64(s.groupCount()); g++ {
 		var sm raftgroup.StateMachine
 		if s.isPartition(g) {
 			r, err := s.openPartition(n, g)
-			if err != nil {
+			var gap *partition.GapError
+			switch {
+			case errors.As(err, &gap):
+				// Damaged batches raft no longer holds, and no peer could
+				// refill them yet: offline, tried again every tick
+				// (retryOffline), as the broker's reconcile does.
+				n.offline[g] = err
+				s.note("node %d partition %d: offline: %s", n.id, g, err)
+				continue
+			case err != nil:
 				// A replica that cannot open is a finding, not the end of
 				// the run: the node runs on without it, and the final
 				// checks report the missing replica.
@@ -301,14 +326,7 @@ func (s *Sim) boot(n *node) error {
 			toy.ApplyTwice = s.cfg.ApplyTwice
 			sm = toy
 		}
-		gc := raftgroup.GroupConfig{ID: g, Peers: peers, StateMachine: sm}
-		gc.ForwardProposals, gc.AlwaysFsync = s.isMetadata(g), s.isMetadata(g) // as the controller opens group 0
-		if preferred := peers[int(g)%len(peers)]; preferred != n.id {
-			// As the broker does: the others hold a new group's first
-			// election for one replica (ignored once a store holds state).
-			gc.HoldElectionTicks = 2 * electionTicks
-		}
-		if _, err := h.CreateGroup(gc); err != nil {
+		if err := s.createGroup(n, h, g, sm); err != nil {
 			if !s.isPartition(g) {
 				return fmt.Errorf("sim: node %d group %d: %w", n.id, g, err)
 			}
@@ -358,6 +376,7 @@ func (s *Sim) faults() {
 		}
 	}
 	s.corruptSome()
+	s.retryOffline()
 	if s.inPart > 0 && s.now >= s.inPart {
 		s.heal()
 	} else if s.inPart == 0 && s.rng.Float64() < s.cfg.PartRate {
