@@ -315,22 +315,11 @@ func (s *Sim) finalMachine(g uint64) {
 // proposeLeader submits data to the group's believed leader, as a
 // coordinator does; nil if none took it.
 func (s *Sim) proposeLeader(group uint64, data []byte, what string) *raftgroup.Proposal {
-	for _, n := range s.nodes {
-		if !n.up {
-			continue
-		}
-		g := n.host.Group(group)
-		if g == nil || !g.Status().IsLeader() {
-			continue
-		}
-		p, err := g.Propose(ctxBackground, data)
-		if err != nil {
-			continue
-		}
-		s.traceCommand(what, group, n.id, data)
-		return p
+	p, leader := s.proposeToLeader(group, data)
+	if p != nil {
+		s.traceCommand(what, group, leader, data)
 	}
-	return nil
+	return p
 }
 
 // traceCommand traces a proposal; with Config.Trace its line names the

@@ -113,11 +113,17 @@ func TestSim_Deterministic(t *testing.T) {
 // count: the checker itself must see the damage).
 func plantedBug(t *testing.T, name, want string, plant func(*Config), seeds int) {
 	t.Helper()
+	plantedBugOn(t, DefaultConfig, name, want, plant, seeds)
+}
+
+// plantedBugOn is plantedBug on the configurations base makes.
+func plantedBugOn(t *testing.T, base func(uint64) Config, name, want string, plant func(*Config), seeds int) {
+	t.Helper()
 	if raceEnabled {
 		t.Skip("planted bugs run without the race detector (.ci/run's sim step): it makes their failing runs minutes long")
 	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		cfg := DefaultConfig(seed)
+		cfg := base(seed)
 		plant(&cfg)
 		res := runSeed(t, cfg)
 		for _, v := range res.Violations {
