@@ -322,14 +322,24 @@ func startReorder(ctx context.Context, m *memberRun) (string, error) {
 	return fmt.Sprintf("%s (leader %d)", detail, m.leader), err
 }
 
-// startThenCancel starts a move and cancels it after the chosen delay.
-func startThenCancel(ctx context.Context, m *memberRun) (string, error) {
-	detail, err := m.reassign(ctx, "move", m.plan.moves)
+// moveThenWait starts the plan's moves and waits the chosen delay; ok is
+// false when no move started or ctx ended first (detail and err say so).
+func (m *memberRun) moveThenWait(ctx context.Context) (detail string, ok bool, err error) {
+	detail, err = m.reassign(ctx, "move", m.plan.moves)
 	if len(m.moves) == 0 {
-		return detail, err
+		return detail, false, err
 	}
 	if !sleep(ctx, m.plan.delay) {
-		return detail, errors.Join(err, ctx.Err())
+		return detail, false, errors.Join(err, ctx.Err())
+	}
+	return detail, true, err
+}
+
+// startThenCancel starts a move and cancels it after the chosen delay.
+func startThenCancel(ctx context.Context, m *memberRun) (string, error) {
+	detail, ok, err := m.moveThenWait(ctx)
+	if !ok {
+		return detail, err
 	}
 	mv := m.moves[0]
 	notes, cerr := m.cancel(ctx, m.moves[:1], false)
@@ -390,12 +400,9 @@ func (m *memberRun) cancel(ctx context.Context, mvs []*moveRun, atStop bool) ([]
 // partition's leader or an adding replica if the move is still under
 // way.
 func startThenKill(ctx context.Context, m *memberRun) (string, error) {
-	detail, err := m.reassign(ctx, "move", m.plan.moves)
-	if len(m.moves) == 0 {
+	detail, ok, err := m.moveThenWait(ctx)
+	if !ok {
 		return detail, err
-	}
-	if !sleep(ctx, m.plan.delay) {
-		return detail, errors.Join(err, ctx.Err())
 	}
 	mv := m.moves[0]
 	st, serr := m.x.memberState(ctx, m.env)

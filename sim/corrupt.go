@@ -1,8 +1,8 @@
 package sim
 
 import (
+	"fmt"
 	"path/filepath"
-	"strconv"
 )
 
 // corruptSome damages one file of a node that is down, with
@@ -37,14 +37,14 @@ func (s *Sim) corruptSome() {
 		}
 		if !flip {
 			cut := s.rng.IntN(len(b))
-			what = "cut at byte " + itoa(cut) + " of " + itoa(len(b))
+			what = fmt.Sprintf("cut at byte %d of %d", cut, len(b))
 			return b[:cut]
 		}
 		what = "bits flipped at"
 		for range 1 + s.rng.IntN(3) {
 			at := s.rng.IntN(len(b))
 			b[at] ^= 1 << s.rng.IntN(8)
-			what += " " + itoa(at)
+			what += fmt.Sprintf(" %d", at)
 		}
 		return b
 	})
@@ -56,5 +56,3 @@ func (s *Sim) corruptSome() {
 	s.traceEvent("corrupt", n.id)
 	s.note("node %d (down): %s %s", n.id, filepath.Base(path), what)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -260,9 +261,7 @@ func (s *Sim) ackProduce(pr *producer, v any) {
 	pr.cur = nil
 }
 
-func batchRecords(b []byte) int {
-	return int(int32(uint32(b[57])<<24 | uint32(b[58])<<16 | uint32(b[59])<<8 | uint32(b[60])))
-}
+func batchRecords(b []byte) int { return int(int32(binary.BigEndian.Uint32(b[57:]))) }
 
 // observeServing records the high watermark every replica that would
 // serve fetches shows: the leader, once it has applied its own term's
@@ -358,11 +357,11 @@ func (s *Sim) partitionsConverged() bool {
 			if r == nil {
 				return false
 			}
-			if e := r.Log().EndOffset(); end >= 0 && e != end {
+			e := r.Log().EndOffset()
+			if end >= 0 && e != end {
 				return false
-			} else {
-				end = e
 			}
+			end = e
 		}
 	}
 	return true
