@@ -160,15 +160,12 @@ func (n *Node) runElections(ctx context.Context, targets []*electTarget, unclean
 // partition's answer from its item. Without a metadata leader every
 // target gets NOT_CONTROLLER, which clients retry.
 func (n *Node) electISR(ctx context.Context, targets []*electTarget, unclean bool) {
-	st := n.meta.View()
 	if unclean {
-		for _, id := range st.BrokerIDs() {
-			if !st.Brokers[id].ElectUnclean {
-				for _, t := range targets {
-					t.fail(kerr.UnsupportedVersion.Code, "broker %d runs a version without unclean ElectLeaders; its metadata would diverge", id)
-				}
-				return
+		if id, ok := n.brokerWithout(func(b *coordinator.Broker) bool { return b.ElectUnclean }); ok {
+			for _, t := range targets {
+				t.fail(kerr.UnsupportedVersion.Code, "broker %d runs a version without unclean ElectLeaders; its metadata would diverge", id)
 			}
+			return
 		}
 	}
 	cmd := &coordinator.ElectLeaders{Preferred: !unclean, Unclean: unclean}

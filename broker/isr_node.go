@@ -126,6 +126,11 @@ func (n *Node) proposeAlter(item coordinator.AlterPartitionItem) <-chan coordina
 
 // alterPartition proposes item; ok is false when the node closed first.
 func (n *Node) alterPartition(item coordinator.AlterPartitionItem) (res coordinator.ItemResult, ok bool) {
+	if item.LostData {
+		if id, ok := n.brokerWithout(func(b *coordinator.Broker) bool { return b.ResignLostData }); ok {
+			return coordinator.ItemResult{Group: item.Group, Err: fmt.Errorf("%w: broker %d runs a version that would apply a resignation for lost data differently", kerr.UnsupportedVersion, id)}, true
+		}
+	}
 	ctx, cancel := context.WithTimeout(n.ctx, alterTimeout)
 	defer cancel()
 	cmd := &coordinator.Command{AlterPartition: &coordinator.AlterPartition{Items: []coordinator.AlterPartitionItem{item}}}
@@ -144,6 +149,17 @@ func (n *Node) alterPartition(item coordinator.AlterPartitionItem) (res coordina
 		return res, false
 	}
 	return coordinator.ItemResult{Group: item.Group, Err: fmt.Errorf("alter partition of group %d: %w", item.Group, err)}, true
+}
+
+// brokerWithout returns a registered broker that lacks a capability.
+func (n *Node) brokerWithout(has func(*coordinator.Broker) bool) (uint64, bool) {
+	st := n.meta.View()
+	for _, id := range st.BrokerIDs() {
+		if !has(st.Brokers[id]) {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 func (n *Node) alterSucceeded(group uint64) {

@@ -118,6 +118,12 @@ type AlterPartitionItem struct {
 	// LeaderRecovering keeps the partition marked Recovering (Kafka's
 	// LeaderRecoveryState); false reports the leader recovered.
 	LeaderRecovering bool `json:"leader_recovering,omitempty"`
+	// LostData is the leader resigning because its log's recovery cut
+	// records known durable (partition.ISRLog.LostData): it leaves the
+	// ISR even as its last member, the ELR and the last known leader,
+	// and another replica is elected, or none. ISR is ignored. Entries
+	// written before it replay as they were.
+	LostData bool `json:"lost_data,omitempty"`
 }
 
 // ISRMember names an ISR member with the broker epoch its leader knows

@@ -32,9 +32,12 @@
 // else (ELR on) the last known leader, else with
 // unclean.leader.election.enable any alive replica, which alone becomes
 // the ISR and is marked Recovering. A dead broker leaves every ISR, but
-// never empties one unless ELR is on; a broker registering with a new
-// StartID (a restart) is fenced, leaves ISR and ELR, and is then
-// unfenced. A broker about to stop proposes its ControlledShutdown
+// never empties one unless ELR is on, or its last member resigns because
+// its log lost durable records (AlterPartitionItem.LostData: it also
+// leaves the ELR and the last known leader, and is not elected back); a
+// broker registering with a new StartID (a restart) is fenced, leaves ISR
+// and ELR (keeping its ELR places in topics with flush.messages=1 when
+// it registers with KeepsFlushedELR), and is then unfenced. A broker about to stop proposes its ControlledShutdown
 // (KIP-841, shutdown.go): it is fenced as a dead broker is (keeping its
 // ELR places, as a clean shutdown does) while it still serves, and stays
 // ineligible to lead, join an ISR or take leadership back by leader
@@ -124,7 +127,8 @@
 // not share a cluster: an older one would ignore the new fields. A new
 // command (ControlledShutdown, SetMaintenance) is proposed only when every
 // registered broker says it applies it (Broker.ControlledShutdown,
-// Broker.SetMaintenance, Broker.ElectUnclean).
+// Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData;
+// Broker.KeepsFlushedELR changes how its own registration applies).
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:

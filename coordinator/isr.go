@@ -77,14 +77,15 @@ func (s *State) forEachISR(fn func(t *Topic, p Partition) (Partition, bool)) {
 // Kafka's handleBrokerFenced does: id stays only as an ISR's last member
 // when ELR is off. With lostData (the broker restarted and may have lost
 // its unflushed tail) it also leaves every ELR, as KIP-966's unclean
-// shutdown does.
-func (s *State) fenceISR(id uint64, lostData bool) {
+// shutdown does, except, with keepFlushed, in topics that flush every
+// message (a crash loses nothing such a replica counted).
+func (s *State) fenceISR(id uint64, lostData, keepFlushed bool) {
 	s.forEachISR(func(t *Topic, p Partition) (Partition, bool) {
 		if !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) && p.Leader != id {
 			return p, false
 		}
 		c := isrChange{setISR: true, isr: without(p.ISR, id)}
-		if lostData {
+		if lostData && !(keepFlushed && t.ConfigInt("flush.messages") == 1) {
 			c.uncleanShutdown = id
 		}
 		n := s.rules(t, id).build(p, c)
@@ -135,6 +136,9 @@ func (s *State) alterPartitionItem(it AlterPartitionItem) ItemResult {
 		return ItemResult{Group: it.Group, Err: err}
 	}
 	p := *ref.Partition
+	if it.LostData {
+		return s.resignLostData(ref, p, it)
+	}
 	if err := s.checkAlter(p, it); err != nil {
 		return ItemResult{Group: it.Group, Err: err}
 	}
@@ -153,6 +157,27 @@ func (s *State) alterPartitionItem(it AlterPartitionItem) ItemResult {
 		// learn the new leader before asking again.
 		return ItemResult{Group: it.Group, Partition: n, Err: cmdErr(kerr.NewLeaderElected, "partition of group %d is now led by %d", it.Group, n.Leader)}
 	}
+	return ItemResult{Group: it.Group, Partition: n}
+}
+
+// resignLostData takes a leader whose log lost durable records at
+// recovery out of the ISR (even as its last member, ELR or not), the ELR
+// and the last known leader, and elects another replica if one may lead.
+// Kafka elects such a replica when it is the last one standing (KIP-966),
+// and its followers then truncate away the only copies of acknowledged
+// records; here the partition stays leaderless instead, until a replica
+// that kept them leads (or an unclean election, which says it may lose
+// data). The replica must catch up from a new leader before it counts
+// again.
+func (s *State) resignLostData(ref PartitionRef, p Partition, it AlterPartitionItem) ItemResult {
+	if err := checkAlterEpochs(p, it); err != nil {
+		return ItemResult{Group: it.Group, Err: err}
+	}
+	n := s.rules(ref.Topic, it.Leader).build(p, isrChange{
+		setISR: true, isr: without(p.ISR, it.Leader),
+		uncleanShutdown: it.Leader, lostData: it.Leader,
+	})
+	s.putPartition(ref.Topic, n)
 	return ItemResult{Group: it.Group, Partition: n}
 }
 

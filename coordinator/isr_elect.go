@@ -38,8 +38,11 @@ type isrChange struct {
 	setRecovering   bool
 	recovering      bool   // the leader's recovery state, with setRecovering
 	uncleanShutdown uint64 // a replica that lost unflushed data (0: none)
-	preferred       bool   // elect the first replica if it can lead
-	unclean         bool   // allow an unclean election whatever the topic says (ElectLeaders.Unclean)
+	// lostData is a replica whose log lost durable records (0: none): it
+	// leaves even as the last ISR member and is not the last known leader.
+	lostData  uint64
+	preferred bool // elect the first replica if it can lead
+	unclean   bool // allow an unclean election whatever the topic says (ElectLeaders.Unclean)
 }
 
 // electionKind says where a leader came from; ELR and unclean leaders
@@ -78,7 +81,7 @@ func (r isrRules) build(p Partition, c isrChange) Partition {
 		target, elr, n.Recovering = []uint64{leader}, nil, true
 	}
 	n.ISR = target
-	if len(target) == 0 && !r.elr {
+	if len(target) == 0 && !r.elr && c.lostData == 0 {
 		n.ISR = p.ISR // without ELR the last member stays in the ISR
 	}
 	n.ELR = elr
@@ -86,6 +89,9 @@ func (r isrRules) build(p Partition, c isrChange) Partition {
 		n.ELR = nil
 	}
 	n.LastKnownLeader = r.lastKnownLeader(p, n)
+	if c.lostData != 0 && n.LastKnownLeader == c.lostData {
+		n.LastKnownLeader = 0
+	}
 	bumpEpochs(p, &n)
 	return n
 }

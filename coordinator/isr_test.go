@@ -459,3 +459,99 @@ func TestMetadata_PreISRLogReplaysUnchanged(t *testing.T) {
 		t.Errorf("replay differs from the pre-ISR binary's:\n got %s\nwant %s", got, want)
 	}
 }
+
+// A leader whose log lost durable records at recovery resigns
+// (AlterPartitionItem.LostData): it leaves the ISR even as its last
+// member, the ELR and the last known leader, and is never elected cleanly
+// again before it has caught up from another leader; with unclean
+// election allowed another replica may lead.
+func TestAlterPartition_LostDataResigns(t *testing.T) {
+	lost := func(p Partition) AlterPartitionItem {
+		it := alterItem(&State{}, p)
+		it.LostData = true
+		return it
+	}
+	t.Run("the last member without ELR", func(t *testing.T) {
+		m := isrCluster(t, 3, nil, []uint64{1, 2, 3})
+		alter(t, m, alterItem(m.View(), part(m, 0), 1))
+		register(t, m, 1, "start-2") // the last member restarts and is re-elected
+		wantPartition(t, part(m, 0), 1, ids(1), nil)
+		res := alter(t, m, lost(part(m, 0)))
+		if res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+		wantPartition(t, part(m, 0), 0, nil, nil)
+		setAlive(t, m, 1, false)
+		setAlive(t, m, 1, true)
+		wantPartition(t, part(m, 0), 0, nil, nil)
+		// An unclean election may pick another replica, not the one
+		// known to have lost data... but it is the operator's call.
+		r := applyChecked(t, m, &Command{ElectLeaders: &ElectLeaders{Groups: []uint64{part(m, 0).Group}, Unclean: true}})
+		if r.Err != nil || r.Items[0].Err != nil {
+			t.Fatalf("unclean election: %v %v", r.Err, r.Items)
+		}
+		if p := part(m, 0); p.Leader == 0 || !p.Recovering {
+			t.Fatalf("unclean election elected nobody: %+v", p)
+		}
+	})
+	t.Run("the last known leader with ELR", func(t *testing.T) {
+		m := isrCluster(t, 3, map[string]string{"min.insync.replicas": "2"}, []uint64{1, 2, 3})
+		applyChecked(t, m, &Command{UpdateFeatures: &UpdateFeatures{EligibleLeaderReplicas: true}})
+		alter(t, m, alterItem(m.View(), part(m, 0), 1, 2))
+		alter(t, m, alterItem(m.View(), part(m, 0), 1))
+		register(t, m, 1, "start-2")
+		setAlive(t, m, 3, false)
+		setAlive(t, m, 2, false)
+		register(t, m, 2, "start-2")
+		register(t, m, 3, "start-2")
+		wantPartition(t, part(m, 0), 2, ids(2), nil) // KIP-966's fallback
+		alter(t, m, lost(part(m, 0)))
+		p := part(m, 0)
+		wantPartition(t, p, 0, nil, nil)
+		if p.LastKnownLeader != 0 {
+			t.Fatalf("the replica that lost data stays the last known leader: %+v", p)
+		}
+	})
+	t.Run("a member with others in sync", func(t *testing.T) {
+		m := isrCluster(t, 3, nil, []uint64{1, 2, 3})
+		alter(t, m, lost(part(m, 0)))
+		wantPartition(t, part(m, 0), 2, ids(2, 3), nil)
+	})
+	t.Run("a stale resignation", func(t *testing.T) {
+		m := isrCluster(t, 3, nil, []uint64{1, 2, 3})
+		it := lost(part(m, 0))
+		alter(t, m, alterItem(m.View(), part(m, 0), 1, 2))
+		if res := alter(t, m, it); !errors.Is(res[0].Err, kerr.InvalidUpdateVersion) {
+			t.Fatalf("stale resignation: %v", res[0].Err)
+		}
+		wantPartition(t, part(m, 0), 1, ids(1, 2), nil)
+	})
+}
+
+// A restart with Broker.KeepsFlushedELR keeps the replica eligible in
+// topics with flush.messages=1 (a crash loses nothing it counted), and
+// only there; a registration without it drops it as KIP-966 does.
+func TestRegisterBroker_KeepsFlushedELR(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flush string
+		keep  bool
+		elr   []uint64
+	}{
+		{"flushed topic, new registration", "1", true, ids(2)},
+		{"flushed topic, old registration", "1", false, nil},
+		{"unflushed topic, new registration", "", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := map[string]string{"min.insync.replicas": "2"}
+			if tc.flush != "" {
+				cfg["flush.messages"] = tc.flush
+			}
+			m := isrCluster(t, 3, cfg, []uint64{1, 2, 3})
+			applyChecked(t, m, &Command{UpdateFeatures: &UpdateFeatures{EligibleLeaderReplicas: true}})
+			alter(t, m, alterItem(m.View(), part(m, 0), 1, 2))
+			applyChecked(t, m, &Command{RegisterBroker: &Broker{ID: 2, KafkaAddr: "h:2", Incarnation: "2", StartID: "start-2", KeepsFlushedELR: tc.keep}})
+			wantPartition(t, part(m, 0), 1, ids(1), tc.elr)
+		})
+	}
+}

@@ -208,7 +208,9 @@ func checkPartitionTransition(next *State, t *Topic, p, n Partition) error {
 	if !sameISRState(p, n) && n.PartitionEpoch == p.PartitionEpoch {
 		return fmt.Errorf("changed in the same partition epoch %d: %+v to %+v", n.PartitionEpoch, p, n)
 	}
-	if len(p.ISR) > 0 && len(n.ISR) == 0 && !next.EligibleLeaderReplicas {
+	// With ELR off only a last member that lost data empties the ISR,
+	// resigning its leadership (AlterPartitionItem.LostData).
+	if len(p.ISR) > 0 && len(n.ISR) == 0 && !next.EligibleLeaderReplicas && (len(p.ISR) > 1 || p.Leader != p.ISR[0] || n.Leader != 0) {
 		return fmt.Errorf("ISR %v became empty with ELR off", p.ISR)
 	}
 	return nil

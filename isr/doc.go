@@ -62,4 +62,9 @@
 //     offset while this replica still led the epoch it was appended in.
 //   - A follower's HW is at most its log end and the leader's HW; its log
 //     start never passes its HW.
+//   - A replica whose recovery lost records known durable
+//     (partition.ISRLog.LostData) never leads until group 0 has taken its
+//     resignation or a leader let it into the ISR (resign.go). No log
+//     holds a batch of an epoch newer than its leader's current epoch:
+//     each Update cuts such batches, which are damage.
 package isr

@@ -250,6 +250,7 @@ func (m *Manager) timers() {
 		case now := <-expire.C:
 			for _, p := range m.partitions() {
 				p.maybeShrink(now)
+				p.retryResign()
 			}
 		case now := <-flush.C:
 			for _, p := range m.partitions() {

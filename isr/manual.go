@@ -73,6 +73,7 @@ func (m *Manager) runDueTimers(now time.Time) {
 		t.expire = now.Add(max(m.cfg.ReplicaLagTimeMax/2, time.Millisecond))
 		for _, p := range m.partitions() {
 			p.maybeShrink(now)
+			p.retryResign()
 		}
 	}
 	if !now.Before(t.flush) {

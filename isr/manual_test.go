@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,4 +213,95 @@ func TestManual_ShrinksAndExpandsInVirtualTime(t *testing.T) {
 		}
 	}
 	t.Fatalf("node 3 not back in the ISR %v after fetching again", c.part().ISR)
+}
+
+// restart closes node id's Manager and opens it again on the same disk
+// (no crash: what it wrote stays) after damage ran over its files, and
+// registers the node's new start.
+func (c *manualCluster) restart(id uint64, start string, damage func(path string)) {
+	c.t.Helper()
+	n := c.nodes[id]
+	n.m.Close()
+	for _, path := range c.disk.Paths() {
+		if strings.HasPrefix(path, fmt.Sprintf("/n%d/", id)) {
+			damage(path)
+		}
+	}
+	cfg := n.m.cfg
+	m, err := NewManager(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	p, err := m.Open(n.p.cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.nodes[id] = &manualNode{m: m, p: p}
+	c.apply(&coordinator.Command{RegisterBroker: &coordinator.Broker{ID: id, KafkaAddr: fmt.Sprintf("h:%d", id), Incarnation: fmt.Sprint(id), StartID: start}})
+	c.publish()
+}
+
+// The last ISR member restarts with a batch in the middle of its log
+// damaged: recovery cuts the log there, and group 0 (ELR off) elects it
+// again, as Kafka would. It must not lead: it resigns, the partition goes
+// leaderless, and the replicas that kept the acknowledged records keep
+// them (nobody truncated to the damaged log).
+func TestManual_LeaderThatLostDataResigns(t *testing.T) {
+	c := newManualCluster(t, 3)
+	var last partition.ProduceResult
+	for i := range 10 {
+		last = c.produce(50, fmt.Sprintf("v%d", i))
+	}
+	for range 5 {
+		c.tick()
+	}
+	leader := c.part().Leader
+	var others []uint64
+	for id := range mapKeys(c.nodes) {
+		if id != leader {
+			c.cut[id] = true
+			others = append(others, id)
+		}
+	}
+	b := testBatch(-1, 0, "unacknowledged")
+	info, err := partition.ValidateBatch(b, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.nodes[leader].p.Append(b, info, true); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300 && len(c.part().ISR) > 1; i++ {
+		c.tick()
+	}
+	if isr := c.part().ISR; len(isr) != 1 || isr[0] != leader {
+		t.Fatalf("ISR %v, want the leader %d alone", isr, leader)
+	}
+	clear(c.cut)
+	damaged := false
+	c.restart(leader, "s-2", func(path string) {
+		if strings.HasSuffix(path, ".log") {
+			damaged = true
+			if err := c.disk.Damage(path, func(b []byte) []byte { b[len(b)/3] ^= 0x40; return b }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if !damaged || !c.nodes[leader].p.log.LostData() {
+		t.Fatalf("the damaged log does not report lost data (damaged %v)", damaged)
+	}
+	for range 100 {
+		c.tick()
+	}
+	if p := c.part(); p.Leader != 0 || len(p.ISR) != 0 || p.LastKnownLeader != 0 {
+		t.Fatalf("the replica that lost data is still a candidate: %+v", p)
+	}
+	if _, _, leads := c.nodes[leader].p.Leadership(); leads {
+		t.Fatal("the replica that lost data leads")
+	}
+	for _, id := range others {
+		if end := c.nodes[id].p.Log().EndOffset(); end <= last.Last {
+			t.Fatalf("node %d truncated to %d: acknowledged records up to %d are gone", id, end, last.Last)
+		}
+	}
 }

@@ -51,6 +51,14 @@ type Partition struct {
 	// retryAt holds a follower's fetches back after its leader refused
 	// one, until then or the next Update.
 	retryAt time.Time
+	// lostData: recovery cut records known durable (ISRLog.LostData), and
+	// neither has group 0 taken the resignation nor has another leader
+	// been followed since, so this replica must not lead: told to, it
+	// resigns (resign.go). resigning is the answer to the resignation in
+	// flight; resigned the partition epoch group 0 gave it (-1: none).
+	lostData  bool
+	resigning <-chan coordinator.ItemResult
+	resigned  int32
 
 	// Read without mu by waiters: leadingEpoch is the epoch this replica
 	// leads, -1 when it does not; enoughISR is the leader's AfterAppendOK.
@@ -73,7 +81,7 @@ func newPartition(m *Manager, cfg PartitionConfig) (*Partition, error) {
 		_ = l.Close()
 		return nil, err
 	}
-	p := &Partition{m: m, cfg: cfg, log: l, logger: logger, role: RoleNone, epoch: -1, lead: lead, changed: make(chan struct{})}
+	p := &Partition{m: m, cfg: cfg, log: l, logger: logger, role: RoleNone, epoch: -1, lead: lead, changed: make(chan struct{}), lostData: l.LostData(), resigned: -1}
 	p.flush.policy = cfg.Flush
 	p.leadingEpoch.Store(-1)
 	// What recovery found may be a dead process's page cache: made
@@ -98,8 +106,11 @@ func (p *Partition) Update(s State) {
 	}
 	p.st = cloneState(s)
 	p.retryAt = time.Time{}
+	p.checkLostData(s)
 	now := p.m.now()
 	switch {
+	case s.Leader == p.m.cfg.Self && p.lostData:
+		p.resign()
 	case s.Leader == p.m.cfg.Self && p.role == RoleLeader && s.LeaderEpoch == p.epoch:
 		p.setHW(p.lead.updateMetadata(p.term(), now))
 		p.afterLeaderChange()

@@ -256,12 +256,20 @@
 //     nothing, raft restores its local snapshot, whose data is the same
 //     checkpoint, and restoreInPlace rewrites the file from it and cuts
 //     the log back as an open would (a GapError then too, with the file
-//     already good for the next open); without a snapshot raft replays
-//     from its first entry and the log starts over empty. An ISR log
-//     (ISRLog) recovers the same way and its follower fetches the rest
-//     from its leader; an ISR replica elected leader after such a cut
-//     (the last ISR member, ELR off) serves the shorter log, which the
-//     others then truncate to (DESIGN.md, "Damaged files").
+//     already good for the next open); a snapshot streamed from the
+//     leader anchors it as well. Without a snapshot raft replays from its
+//     first entry and the log starts over empty. An ISR log (ISRLog)
+//     recovers the same way and its follower fetches the rest from its
+//     leader; LostData says when the cut took records known durable, and
+//     such a replica must not lead before it has caught up (DESIGN.md,
+//     "Damaged files"; isr/resign.go).
+//   - A batch's partitionLeaderEpoch lies outside its CRC. An owner's
+//     open checks it (recover_epochs.go): below the owner checkpoint's
+//     end every batch must carry the epoch the checkpoint's epoch starts
+//     give it, and no batch an epoch below the one before it; the first
+//     that disagrees is cut as a damaged batch. A replica opened with a
+//     damaged checkpoint is checked the same way once raft's snapshot
+//     gives the checkpoint back (cutAtWrongEpoch).
 //   - The topic-level settings (Limits: segment and batch sizes, index
 //     spacing, retention) can change while the log is open (SetLimits), as
 //     an altered topic config takes effect in Kafka; written segments keep

@@ -80,3 +80,13 @@ func (c epochCache) latest() int32 {
 	}
 	return c[len(c)-1].Epoch
 }
+
+// at returns the epoch the batch at offset belongs to: the latest start at
+// or below it. ok is false before the first start.
+func (c epochCache) at(offset int64) (epoch int32, ok bool) {
+	i := sort.Search(len(c), func(i int) bool { return c[i].StartOffset > offset })
+	if i == 0 {
+		return 0, false
+	}
+	return c[i-1].Epoch, true
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,6 +54,8 @@ type ISRLog struct {
 
 	mu     sync.Mutex // guards epochs
 	epochs epochCache
+
+	lostData bool // set by Open only: see LostData
 }
 
 // OpenISRLog opens (or creates) the ISR replica in cfg.Dir: it recovers the
@@ -61,17 +64,39 @@ type ISRLog struct {
 // starts at the log start; the owner raises it.
 func OpenISRLog(cfg ISRLogConfig) (*ISRLog, error) {
 	cfg.Log.Logger = cfg.Logger
-	l, err := Open(cfg.Dir, cfg.Log)
+	if cfg.Log.FS == nil {
+		cfg.Log.FS = OSFS()
+	}
+	r := &ISRLog{cfg: cfg, logger: logging.Discard(cfg.Logger)}
+	if err := r.readSlots(cfg.Log.FS); err != nil {
+		return nil, err
+	}
+	// The newest checkpoint's epochs are checked against the batches
+	// below its offset (recover_epochs.go).
+	var known epochCache
+	var upTo int64
+	if c := r.newestUpTo(math.MaxInt64); c != nil {
+		known, upTo = c.Epochs, c.Offset
+	}
+	l, err := openChecked(cfg.Dir, cfg.Log, known, upTo)
 	if err != nil {
 		return nil, err
 	}
-	r := &ISRLog{cfg: cfg, logger: logging.Discard(cfg.Logger), log: l}
+	r.log = l
 	if err := r.load(); err != nil {
 		_ = l.Close()
 		return nil, fmt.Errorf("open isr log %s: %w", cfg.Dir, err)
 	}
 	return r, nil
 }
+
+// LostData reports whether recovery at open cut records known to have
+// been durable: the log's own evidence (Log.RecoveryLostData), a
+// checkpoint that covered more than recovery kept, or a damaged one. Such a replica must
+// not lead before it has caught up from another (a false alarm, after a
+// crash inside TruncateTo, costs only that). Kafka cannot tell, and
+// elects it anyway when it is the last ISR member.
+func (r *ISRLog) LostData() bool { return r.lostData }
 
 // Log returns the partition log for reads.
 func (r *ISRLog) Log() *Log { return r.log }

@@ -67,10 +67,10 @@ func decodeISRCheckpoint(b []byte) (*isrCheckpoint, error) {
 // readSlots reads both checkpoint files. A missing file is an empty slot;
 // one that does not decode is too, with a warning: the other file or a
 // scan of the log replaces it.
-func (r *ISRLog) readSlots() error {
+func (r *ISRLog) readSlots(fsys FS) error {
 	for slot := range 2 {
 		r.cps.offset[slot] = -1
-		b, err := readFile(r.log.fs, isrCheckpointPath(r.cfg.Dir, slot))
+		b, err := readFile(fsys, isrCheckpointPath(r.cfg.Dir, slot))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -79,7 +79,9 @@ func (r *ISRLog) readSlots() error {
 		}
 		c, err := decodeISRCheckpoint(b)
 		if err != nil {
+			// Written by rename, it is never torn: the disk damaged it.
 			r.logger.Warn("ignoring unreadable isr checkpoint", "dir", r.cfg.Dir, "slot", slot, "err", err)
+			r.lostData = true
 			continue
 		}
 		r.cps.raw[slot], r.cps.offset[slot] = b, c.Offset
@@ -155,10 +157,8 @@ func (r *ISRLog) dropStaleCheckpoints(staleFrom int64) error {
 // checkpoint the recovered log covers (the other one, or nothing, when
 // the newest claims more), then a header scan of the batches after it.
 func (r *ISRLog) load() error {
-	if err := r.readSlots(); err != nil {
-		return err
-	}
 	start, end := r.log.StartOffset(), r.log.EndOffset()
+	r.lostData = r.lostData || r.log.RecoveryLostData() || r.cps.offset[0] > end || r.cps.offset[1] > end
 	c := r.newestUpTo(end)
 	if c == nil {
 		c = &isrCheckpoint{Offset: start}

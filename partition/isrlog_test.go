@@ -311,3 +311,43 @@ func TestISRLog_ResetTo(t *testing.T) {
 		t.Fatalf("epochs %v, want %v", got, want)
 	}
 }
+
+// An ISR log whose batch had its partitionLeaderEpoch flipped (outside
+// the CRC) below its checkpoint is cut there at open and says it lost
+// data; batches of an epoch newer than the leader's current one are cut
+// by TruncateAboveEpoch, which says so too.
+func TestISRLog_FlippedLeaderEpoch(t *testing.T) {
+	fill := func(t *testing.T) (string, Config) {
+		dir, cfg := t.TempDir(), testConfig()
+		r, err := OpenISRLog(ISRLogConfig{Dir: dir, Log: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6 {
+			mustProduce(t, r, plainBatch(t, "v"), int32(1+i/3))
+		}
+		if err := r.Close(); err != nil { // a checkpoint at the end
+			t.Fatal(err)
+		}
+		return dir, cfg
+	}
+	t.Run("below the checkpoint", func(t *testing.T) {
+		dir, cfg := fill(t)
+		seg := segFile(dir, 0, logSuffix)
+		flipByte(t, seg, batchPositions(t, seg)[4]+offLeaderEpoch+3) // epoch 2 becomes 66
+		r := openISR(t, dir, cfg)
+		if r.EndOffset() != 4 || !r.LostData() {
+			t.Fatalf("end %d, lost data %v; want the log cut at 4 and lost data", r.EndOffset(), r.LostData())
+		}
+	})
+	t.Run("newer than the leader's", func(t *testing.T) {
+		dir, cfg := fill(t)
+		r := openISR(t, dir, cfg)
+		if cut, err := r.TruncateAboveEpoch(2); err != nil || cut || r.EndOffset() != 6 || r.LostData() {
+			t.Fatalf("TruncateAboveEpoch(2) = %v, %v: end %d, lost %v; want nothing cut", cut, err, r.EndOffset(), r.LostData())
+		}
+		if cut, err := r.TruncateAboveEpoch(1); err != nil || !cut || r.EndOffset() != 3 || !r.LostData() || r.LatestEpoch() != 1 {
+			t.Fatalf("TruncateAboveEpoch(1) = %v, %v: end %d, lost %v, latest epoch %d; want the epoch-2 batches cut", cut, err, r.EndOffset(), r.LostData(), r.LatestEpoch())
+		}
+	})
+}

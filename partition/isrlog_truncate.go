@@ -92,3 +92,29 @@ func (r *ISRLog) ResetTo(offset int64) error {
 	r.setEpochs(nil)
 	return r.Checkpoint()
 }
+
+// TruncateAboveEpoch cuts the log where its first epoch newer than epoch
+// starts: group 0 gave no leader such an epoch yet, so batches of one are
+// damage (a flipped partitionLeaderEpoch, which the CRC does not cover)
+// rather than records, and they would make every fetch from the real
+// leader diverge. It reports whether batches were cut; the replica then
+// counts as one that lost data (LostData).
+func (r *ISRLog) TruncateAboveEpoch(epoch int32) (bool, error) {
+	var from int64 = -1
+	for _, e := range r.Epochs() {
+		if e.Epoch > epoch {
+			from = e.StartOffset
+			break
+		}
+	}
+	if from < 0 {
+		return false, nil
+	}
+	cut := from < r.log.EndOffset()
+	r.logger.Warn("log holds epochs newer than its leader's; cutting them", "dir", r.cfg.Dir, "leader_epoch", epoch, "from", from, "end", r.log.EndOffset())
+	if err := r.TruncateTo(from); err != nil {
+		return false, err
+	}
+	r.lostData = r.lostData || cut
+	return cut, nil
+}

@@ -27,6 +27,10 @@ type Log struct {
 	cp       checkpoint // as last written
 	dirDirty bool       // files created or removed since the last dir fsync
 	scratch  []byte
+	// lostData: recovery cut bytes that had been written whole (see
+	// RecoveryLostData); set by Open only, as epochs is used by it only.
+	lostData bool
+	epochs   epochCheck
 
 	// mu guards the published state: the segment list, the log start
 	// offset, the sticky failure and closed. Only mutators take it for
@@ -70,7 +74,9 @@ type SegmentInfo struct {
 // offset 0 if needed, and recovers it: a torn tail is cut off, indexes that
 // disagree with the log are rebuilt, and files beyond a gap are removed.
 // The high watermark starts at the log start offset.
-func Open(dir string, cfg Config) (*Log, error) {
+func Open(dir string, cfg Config) (*Log, error) { return open(dir, cfg, epochCheck{}) }
+
+func open(dir string, cfg Config, epochs epochCheck) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -82,6 +88,7 @@ func Open(dir string, cfg Config) (*Log, error) {
 		cfg:    cfg,
 		fs:     cfg.FS,
 		logger: logging.Discard(cfg.Logger).With("dir", dir),
+		epochs: epochs,
 	}
 	l.lim.Store(&cfg.Limits)
 	if err := l.recover(); err != nil {
@@ -92,6 +99,14 @@ func Open(dir string, cfg Config) (*Log, error) {
 	l.end.set(l.active().next)
 	return l, nil
 }
+
+// RecoveryLostData reports whether Open cut data that had been written
+// whole, not only a torn tail a crash can leave: the log ended below its
+// checkpoint's recovery point, a cut segment had later ones after it, a
+// bad batch was followed by a valid one (bit rot), or the checkpoint
+// itself was damaged (written by rename, it is never torn). A replica that says
+// so may have lost records it acknowledged.
+func (l *Log) RecoveryLostData() bool { return l.lostData }
 
 // Close makes everything durable (unless the log has failed), writes the
 // indexes and a checkpoint that lets the next Open skip reading the log,

@@ -30,7 +30,10 @@ func (l *Log) recover() error {
 	}
 	cp, ok, err := readCheckpoint(l.fs, l.dir)
 	if err != nil && !ok {
+		// Written by rename, a checkpoint is never torn: the disk damaged
+		// it, and maybe what it described.
 		l.logger.Warn("ignoring unreadable checkpoint; reading every segment", "err", err)
+		l.lostData = true
 	}
 	l.cp = cp
 	bases, err := l.tidyDir()
@@ -44,6 +47,7 @@ func (l *Log) recover() error {
 	if err := l.settleStart(cp.start); err != nil {
 		return err
 	}
+	l.lostData = l.lostData || ok && l.active().next < cp.recovery
 	return l.finishRecovery(changed)
 }
 
@@ -119,6 +123,9 @@ func (l *Log) loadSegments(bases []int64, cp checkpoint) (changed bool, err erro
 		l.segs = append(l.segs, s)
 		changed = changed || scanned
 		if torn {
+			// A cut segment with others after it had been sealed: what
+			// followed the cut was written whole.
+			l.lostData = l.lostData || i+1 < len(bases)
 			return true, l.removeSegments(bases[i+1:])
 		}
 	}
@@ -318,8 +325,12 @@ func (l *Log) scanSegment(s *segment, size int64) (torn bool, err error) {
 		if err == nil {
 			_, err = ValidateStoredBatch(b)
 		}
+		if err == nil {
+			err = l.epochs.check(h.base, b)
+		}
 		if err != nil {
 			l.logger.Warn("cutting segment at its first bad batch", "segment", s.base, "pos", s.size, "size", size, "err", err)
+			l.lostData = l.lostData || h.size > 0 && validBatchFollows(w)
 			break
 		}
 		s.addBatch(h, l.limits().IndexIntervalBytes)
@@ -333,6 +344,19 @@ func (l *Log) scanSegment(s *segment, size int64) (torn bool, err error) {
 	}
 	s.unsynced = true
 	return torn, nil
+}
+
+// validBatchFollows reports whether the walker, just past a batch that
+// failed its checks, stands at a whole, valid batch: the bad one was
+// damaged after it was written (bit rot), not torn by a crash, which
+// leaves nothing valid after it.
+func validBatchFollows(w *walker) bool {
+	_, b, err := w.nextBatch()
+	if err != nil {
+		return false
+	}
+	_, err = ValidateStoredBatch(b)
+	return err == nil
 }
 
 // settleStart sets the log start offset: the checkpoint's, unless

@@ -198,3 +198,72 @@ func TestOpen_UnsafeSkipCRCChecksServesTheDamage(t *testing.T) {
 		t.Errorf("%d damaged batches served, want 1", bad)
 	}
 }
+
+// TestOpen_RecoveryLostData checks what recovery reports about the data it
+// cut: a torn tail, all a crash can leave, is no loss; a cut below the
+// recovery point, a cut sealed segment and a damaged batch with a valid
+// one after it are, whether or not the log was closed.
+func TestOpen_RecoveryLostData(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		closed bool // closed cleanly (recovery point at the end) before the damage
+		seg    int  // index in Segments, -1 the active one
+		damage func(t *testing.T, path string, pos []int64)
+		lost   bool
+	}{
+		{"nothing damaged, after a crash", false, -1, func(*testing.T, string, []int64) {}, false},
+		{"nothing damaged, after a close", true, -1, func(*testing.T, string, []int64) {}, false},
+		{"torn tail of the active segment", false, -1, func(t *testing.T, path string, pos []int64) {
+			truncateFile(t, path, pos[len(pos)-1]+30)
+		}, false},
+		{"last batch of the active segment flipped (as good as torn)", false, -1, func(t *testing.T, path string, pos []int64) {
+			flipByte(t, path, pos[len(pos)-1]+70)
+		}, false},
+		{"middle batch of the active segment flipped", false, -1, func(t *testing.T, path string, pos []int64) {
+			flipByte(t, path, pos[1]+70)
+		}, true},
+		{"sealed segment flipped", false, 1, func(t *testing.T, path string, pos []int64) {
+			flipByte(t, path, pos[len(pos)-1]+70)
+		}, true},
+		{"active segment cut after a close", true, -1, func(t *testing.T, path string, pos []int64) {
+			truncateFile(t, path, pos[len(pos)-1]+30)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, cfg := t.TempDir(), testConfig()
+			cfg.SegmentBytes = 8192
+			l, err := Open(dir, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fillLog(t, l, 90)
+			segs := l.Segments()
+			if tc.closed {
+				err = l.Close()
+			} else {
+				err = l.Sync() // and crash: the log is never closed
+				t.Cleanup(func() { _ = l.Close() })
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := tc.seg
+			if i < 0 {
+				i = len(segs) - 1
+			}
+			tc.damage(t, segs[i].Path, batchPositions(t, segs[i].Path))
+			r := openLog(t, dir, cfg)
+			defer r.Close()
+			if got := r.RecoveryLostData(); got != tc.lost {
+				t.Fatalf("RecoveryLostData = %v, want %v (end %d)", got, tc.lost, r.EndOffset())
+			}
+		})
+	}
+}
+
+func truncateFile(t *testing.T, path string, size int64) {
+	t.Helper()
+	if err := os.Truncate(path, size); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -88,7 +88,7 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := Open(cfg.Dir, cfg.Log)
+	l, err := r.openLog(cp)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +104,16 @@ func OpenReplica(cfg ReplicaConfig) (*Replica, error) {
 	r.log.Store(l)
 	r.adopt(cp)
 	return r, nil
+}
+
+// openLog opens the replica's log; an anchored replica has the epochs of
+// its checkpoint checked against the batches below its end
+// (recover_epochs.go).
+func (r *Replica) openLog(cp replicaCheckpoint) (*Log, error) {
+	if r.unanchored {
+		return Open(r.cfg.Dir, r.cfg.Log)
+	}
+	return openChecked(r.cfg.Dir, r.cfg.Log, cp.Epochs, cp.Next)
 }
 
 // rewind cuts l back to the checkpointed end, which the checkpoint's

@@ -108,6 +108,9 @@ func (r *Replica) restoreInPlace(snap *raftpb.Snapshot) error {
 	if err := writeReplicaCheckpoint(r.fs(), r.cfg.Dir, &cp); err != nil {
 		return fmt.Errorf("partition: restore snapshot %d in place: %w", idx, err)
 	}
+	if err := cutAtWrongEpoch(r.Log(), cp.Epochs, cp.Next); err != nil {
+		return fmt.Errorf("partition: restore snapshot %d in place: %w", idx, err)
+	}
 	if err := r.rewind(r.Log(), cp); err != nil {
 		return fmt.Errorf("partition: restore snapshot %d in place: %w", idx, err)
 	}

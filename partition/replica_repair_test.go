@@ -170,3 +170,79 @@ func TestReplica_DamagedCheckpointAndSegment(t *testing.T) {
 		t.Fatalf("after the fill: applied %d end %d", damaged.r.Applied(), damaged.r.Log().EndOffset())
 	}
 }
+
+// TestReplica_DamagedCheckpointThenReceivedSnapshot: an unanchored replica
+// (damaged replica.checkpoint) that installs a snapshot streamed from the
+// leader is anchored by it, so the entries after it append where the
+// snapshot ends instead of starting the log over at 0.
+func TestReplica_DamagedCheckpointThenReceivedSnapshot(t *testing.T) {
+	damaged, peer, log, _ := twinReplicas(t)
+	data, err := peer.r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: new(peer.index), Term: new(uint64(1))}}
+	body, err := peer.r.SnapshotBody(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, filepath.Join(damaged.dir, replicaCheckpointName), 5)
+	damaged.open()
+	if err := damaged.r.ReceiveSnapshot(snap, body); err != nil {
+		t.Fatal(err)
+	}
+	if err := damaged.r.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	damaged.index = peer.index
+	more := produceEntry(idemBatch(t, 7, 0, 42, "more"))
+	log = append(log, more)
+	res := damaged.produce(1, idemBatch(t, 7, 0, 42, "more"))
+	peer.apply(1, more)
+	if res.Err != nil || res.Base != 42 {
+		t.Fatalf("the entry after the snapshot appended at %d (err %v), want 42", res.Base, res.Err)
+	}
+	if got, want := replicaImage(t, damaged.r), replicaImage(t, peer.r); !reflect.DeepEqual(got, want) {
+		t.Fatalf("replica [%d, %d) hw %d; peer [%d, %d) hw %d", got.start, got.end, got.hw, want.start, want.end, want.hw)
+	}
+}
+
+// TestReplica_FlippedLeaderEpochIsDamage flips a bit in the
+// partitionLeaderEpoch of a batch the checkpoint covers, which no CRC
+// covers: the open finds that the epoch disagrees with the checkpoint's
+// epochs and treats the batch as damaged (a GapError, filled from a
+// peer), instead of serving the wrong epoch.
+func TestReplica_FlippedLeaderEpochIsDamage(t *testing.T) {
+	damaged, peer, _, _ := twinReplicas(t)
+	seg := segFile(damaged.dir, 0, logSuffix)
+	flipByte(t, seg, batchPositions(t, seg)[15]+offLeaderEpoch+1)
+	cfg := ReplicaConfig{Dir: damaged.dir, Log: DefaultConfig()}
+	var gap *GapError
+	if _, err := OpenReplica(cfg); !errors.As(err, &gap) || gap.End != 15 {
+		t.Fatalf("open = %v, want a GapError at 15", err)
+	}
+	if _, err := FillReplica(cfg, fetchFrom(peer.r.Log())); err != nil {
+		t.Fatal(err)
+	}
+	damaged.open()
+	want, _ := peer.r.Log().Read(0, 1<<20, 40)
+	got, _ := damaged.r.Log().Read(0, 1<<20, 40)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the refilled log differs from the peer's")
+	}
+}
+
+// TestReplica_DamagedCheckpointAndFlippedEpoch: with the checkpoint
+// damaged the open cannot check epochs; the restore from raft's snapshot
+// does, once it has the checkpoint back, and finds the hole there.
+func TestReplica_DamagedCheckpointAndFlippedEpoch(t *testing.T) {
+	damaged, _, _, snap := twinReplicas(t)
+	flipByte(t, filepath.Join(damaged.dir, replicaCheckpointName), 5)
+	seg := segFile(damaged.dir, 0, logSuffix)
+	flipByte(t, seg, batchPositions(t, seg)[20]+offLeaderEpoch+2)
+	damaged.open()
+	var gap *GapError
+	if err := damaged.r.Restore(snap); !errors.As(err, &gap) || gap.End != 20 {
+		t.Fatalf("Restore = %v, want a GapError at 20", err)
+	}
+}

@@ -287,6 +287,7 @@ func (r *Replica) Restore(snap *raftpb.Snapshot) error {
 	if cp.Applied != idx {
 		return fmt.Errorf("partition: restore snapshot %d: staged checkpoint is at %d", idx, cp.Applied)
 	}
+	r.unanchored = false // the staged checkpoint anchors it
 	r.adopt(cp)
 	r.discardStaged(idx)
 	return r.Log().SetHighWatermark(cp.Next)

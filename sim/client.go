@@ -169,6 +169,7 @@ func (s *Sim) until(limit int, cond func() bool) bool {
 		if cond() {
 			return true
 		}
+		s.retryOffline() // repairs go on after healing too
 		s.step(false)
 	}
 	return cond()

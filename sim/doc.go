@@ -36,13 +36,17 @@
 // acknowledged batches, as they do in Kafka; a planted-bug test shows the
 // checker finds that.
 //
-// Config.CorruptRate damages a file of a node that is down (corrupt.go):
-// bits flipped or the file cut. A partition replica that finds, at open,
-// its log cut below its checkpoint (partition.GapError) refills it from
-// a live, reachable peer (repair.go, as the broker's fillFromPeers), or
-// stays offline and is tried again every tick. The rate is 0 in
-// DefaultConfig: a damaged replica checkpoint over a damaged segment
-// still leaves a replica that cannot start.
+// Config.CorruptRate damages a file of one node per run (the seed's)
+// while it is down (corrupt.go): bits flipped or the file cut. A
+// partition replica that finds its log cut below its checkpoint
+// (partition.GapError, at open or at the restore of its local snapshot)
+// refills it from a live, reachable peer (repair.go, as the broker's
+// fillFromPeers), or stays offline and is tried again every tick, after
+// the heal too. An ISR replica that lost durable records resigns when
+// elected (isr/resign.go). One failing disk of three is what replication
+// can tolerate: a cut of synced bytes at a log's end is found by no
+// check, so damage on every replica may lose what all of them
+// acknowledged, in Kafka as here.
 //
 // The raft log itself stays on Store, not on the node WAL: the WAL is
 // etcd's storage/wal, which opens, locks, preallocates and renames through
@@ -107,8 +111,9 @@
 // within TestSim's seed count: Config.LieAboutSync (raft stores that
 // acknowledge unsynced writes: changed entries, lost and divergent
 // partition batches), ApplyTwice, DropProducerID (a retry appended
-// twice), ServeBeforeCaughtUp (a high watermark that goes back) and
-// DiskLiesAboutSync (a partition replica that cannot restart). Store runs raftgroup/storagetest, the
+// twice), ServeBeforeCaughtUp (a high watermark that goes back),
+// DiskLiesAboutSync (a partition replica that cannot restart) and
+// SkipCRCChecks (damaged batches served). Store runs raftgroup/storagetest, the
 // Storage contract the real WALs run, so that a verdict resting on it
 // rests on the same promises (a clean Close is a clean stop; Crash is
 // the simulator's own).

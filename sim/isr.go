@@ -54,7 +54,7 @@ func (s *Sim) newISRController() {
 	for _, n := range s.nodes {
 		replicas = append(replicas, n.id)
 		s.ctrlApply(&coordinator.Command{RegisterBroker: &coordinator.Broker{ID: n.id, KafkaAddr: fmt.Sprintf("n%d:9092", n.id),
-			Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, 1)}})
+			Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, 1), ResignLostData: true, KeepsFlushedELR: true}})
 	}
 	// Kafka promises no acknowledged loss under single power losses only
 	// with ELR (the last replica standing) and flush.messages=1 (the
@@ -175,8 +175,9 @@ func (s *Sim) bootISR(n *node) {
 	n.isrParts = make([]*isr.Partition, len(t.Partitions))
 	for i, p := range t.Partitions {
 		lc := partition.DefaultConfig()
-		lc.SegmentBytes, lc.MaxBatchBytes, lc.IndexIntervalBytes = 4<<10, 2<<10, 512
+		lc.SegmentBytes, lc.MaxBatchBytes, lc.IndexIntervalBytes = 1<<10, 1<<10, 256
 		lc.WritebackBytes, lc.FS, lc.Clock = 0, n.disk, s.clock
+		lc.UnsafeSkipCRCChecks = s.cfg.SkipCRCChecks
 		ip, err := m.Open(isr.PartitionConfig{Group: p.Group, TopicID: s.ctrl.topic, Index: int32(i), Dir: fmt.Sprintf("/data/isr-%d", i), Log: lc,
 			Flush: isr.FlushPolicy{Messages: t.ConfigInt("flush.messages")}})
 		if err != nil {
@@ -242,7 +243,7 @@ func (s *Sim) isrLiveness() {
 				n.isrRegister = false
 				s.note("isr: node %d registers again (start %d): fenced out of its ISRs", n.id, n.isrInc)
 				s.ctrlApply(&coordinator.Command{RegisterBroker: &coordinator.Broker{ID: n.id, KafkaAddr: fmt.Sprintf("n%d:9092", n.id),
-					Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, n.isrInc)}})
+					Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, n.isrInc), ResignLostData: true, KeepsFlushedELR: true}})
 			} else if b != nil && !b.Alive {
 				s.note("isr: node %d is alive again", n.id)
 				s.ctrlApply(&coordinator.Command{SetAlive: &coordinator.SetAlive{ID: n.id, Alive: true}})

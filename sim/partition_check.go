@@ -115,10 +115,41 @@ func (p *partChecker) checkLog(group, node uint64, log []batchAt) {
 	}
 }
 
+// firstByteDiff names the first byte two batches of the same length
+// differ at, and the header field it lies in.
+func firstByteDiff(a, b string) string {
+	if len(a) != len(b) {
+		return ""
+	}
+	for i := range len(a) {
+		if a[i] != b[i] {
+			return fmt.Sprintf(", first at byte %d (%s)", i, batchField(i))
+		}
+	}
+	return ""
+}
+
+// batchField names the v2 batch header field holding byte i.
+func batchField(i int) string {
+	switch {
+	case i < 8:
+		return "base offset"
+	case i < 12:
+		return "length"
+	case i < 16:
+		return "partition leader epoch"
+	case i < 17:
+		return "magic"
+	case i < 21:
+		return "crc"
+	}
+	return "under the crc"
+}
+
 func firstBatchDiff(a, b []batchAt) string {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
-			return fmt.Sprintf("batch %d: offset %d (%d bytes) vs offset %d (%d bytes)", i, a[i].base, len(a[i].bytes), b[i].base, len(b[i].bytes))
+			return fmt.Sprintf("batch %d: offset %d (%d bytes) vs offset %d (%d bytes)%s", i, a[i].base, len(a[i].bytes), b[i].base, len(b[i].bytes), firstByteDiff(a[i].bytes, b[i].bytes))
 		}
 	}
 	return fmt.Sprintf("one is a prefix of the other (%d vs %d batches)", len(a), len(b))

@@ -53,6 +53,10 @@ type Config struct {
 	// node that is down has bits flipped or is cut short (corrupt.go).
 	CorruptRate float64
 	MaxDelay    int // ticks an envelope may take; > 0 reorders
+	// SkipCRCChecks is a planted bug: partition logs open with
+	// UnsafeSkipCRCChecks, trusting what they find below their recovery
+	// point.
+	SkipCRCChecks bool
 
 	SnapshotEntries uint64 // raftgroup snapshot interval (small: exercises install)
 	// AsyncStorageWrites runs the groups with raft's asynchronous storage
@@ -91,7 +95,7 @@ func DefaultConfig(seed uint64) Config {
 	return Config{
 		Seed: seed, Nodes: 3, Groups: 2, Partitions: 1, ISRPartitions: 1, Ticks: 80,
 		ProposeRate: 0.4, CrashRate: 0.03, DownTicks: 25, PartRate: 0.03, PartTicks: 25,
-		DropRate: 0.05, DupRate: 0.02, MaxDelay: 2, SnapshotEntries: 8,
+		DropRate: 0.05, DupRate: 0.02, CorruptRate: 0.1, MaxDelay: 2, SnapshotEntries: 8,
 		AsyncStorageWrites: seed%2 == 1, // half the seeds
 	}
 }
@@ -326,13 +330,13 @@ func (s *Sim) boot(n *node) error {
 			toy.ApplyTwice = s.cfg.ApplyTwice
 			sm = toy
 		}
-		if err := s.createGroup(n, h, g, sm); err != nil {
-			if !s.isPartition(g) {
+		if !s.isPartition(g) {
+			if err := s.createGroup(n, h, g, sm); err != nil {
 				return fmt.Errorf("sim: node %d group %d: %w", n.id, g, err)
 			}
-			s.chk.fail("node %d partition %d: cannot start at tick %d: %s", n.id, g, s.now, err)
-			delete(n.parts, g)
+			continue
 		}
+		s.startPartition(n, h, g, n.parts[g])
 	}
 	n.host, n.up = h, true
 	n.isrSeen = map[int]int64{}

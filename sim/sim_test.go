@@ -154,10 +154,9 @@ var plantedBugs = []struct {
 	{"an ISR leader serving before it caught up", "partition 1000000: node", func(c *Config) {
 		c.ServeBeforeCaughtUp, c.Partitions, c.CrashRate = true, 0, 0.1
 	}, 300},
-	// A damaged file on a stopped node's disk (Config.CorruptRate): the
-	// replica finds it at start (CRCs) and refuses to open rather than
-	// serve it.
-	{"a damaged partition file", "cannot", func(c *Config) { c.CorruptRate = 0.2 }, 100},
+	// Damaged files (Config.CorruptRate, on by default) opened without
+	// the CRC checks that find them: damage is served and spread.
+	{"partition logs trusted without their CRC checks", "differs", func(c *Config) { c.SkipCRCChecks, c.CorruptRate = true, 0.2 }, 500},
 	// Not a bug of ours: Kafka's default flush.messages (never fsync) loses
 	// acknowledged batches when the replicas holding them lose power one
 	// after another (ISR-NOTES §2c); the checker must see it.
