@@ -18,13 +18,13 @@ const (
 // harness applies commands to a machine as its raft group would, keeping
 // the log for replay.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	m   *Machine
 	log []raftgroup.Entry
 	now int64
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{t: t, m: NewMachine(), now: t0}
 	h.ok(&Command{Barrier: &Barrier{Term: 1}})
