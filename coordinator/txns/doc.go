@@ -3,8 +3,9 @@
 // epoch recovery and KIP-890's verification) as the replicated state
 // machine of each __transaction_state partition, as package groups is
 // for __consumer_offsets. The broker hosts a Machine on each partition's
-// raft group exactly as it hosts a groups.Machine; the Kafka APIs, the
-// marker writes and the timers live with the host.
+// raft group exactly as it hosts a groups.Machine, with a Coordinator
+// that proposes the clients' requests, writes markers through the
+// broker, and runs the timers.
 //
 // # Placement
 //
@@ -98,12 +99,37 @@
 // ids survive failover in the replicated state; ids of a block reserved
 // and never granted (a leader that died in between) are only skipped.
 //
+// # The coordinator
+//
+// Coordinator serves the partition while this node leads its raft group,
+// as groups.Coordinator does: Activate proposes a Barrier (until it is
+// applied the host answers COORDINATOR_LOAD_IN_PROGRESS), and every
+// request is a proposal answered once applied, so whatever a client was
+// told is in the raft log. Its only soft state is which transactions'
+// markers it is writing now. EndTxn is answered once PrepareCommit or
+// PrepareAbort is replicated (as Kafka answers); a writer per pending
+// transaction then calls Config.WriteMarkers and proposes
+// MarkersWritten for what was done. Whatever is not done is retried at
+// the next Tick, and after a failover the next leader's Activate starts
+// writers for every transaction in Machine.Pending, at its own
+// coordinator epoch: WriteTxnMarkers is retried until done and survives
+// coordinator failover. Tick also grants producer ids before they run
+// out (Config.AllocateProducerIDs) and proposes a Tick command when
+// Machine.TickDue says a timeout or an expiry is due.
+//
 // # Goroutines and locks
 //
 // Apply, Snapshot and Restore run on the partition's raft goroutine; the
 // accessors (Txn, Txns, Describe, List, Pending, Verify,
-// FreeProducerIDs, CoordinatorEpoch, TickDue) on any goroutine. Machine.mu
-// guards the state and is a leaf; DESIGN.md's lock order lists it.
+// FreeProducerIDs, CoordinatorEpoch, TickDue) on any goroutine.
+// Coordinator methods are called from the broker's request goroutines,
+// Tick, Activate and Deactivate from its coordinator loop; marker writers
+// are the coordinator's goroutines, cancelled and waited for by
+// Deactivate. Machine.mu guards the replicated state and
+// Coordinator.mu the activation and the writers; both are leaves.
+// Coordinator.grantMu is held across a grant's two proposals (the
+// metadata group's AllocateProducerIDs, then GrantProducerIDs), and may
+// take Coordinator.mu and Machine.mu; it is taken under no other lock. DESIGN.md's lock order lists them.
 //
 // # Not here
 //
