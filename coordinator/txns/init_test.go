@@ -226,6 +226,21 @@ func TestMachine_InitProducerIDEpochOverflow(t *testing.T) {
 			t.Fatalf("the retry took another id: %d free", free)
 		}
 	})
+	t.Run("a retried bump to the last epoch", func(t *testing.T) {
+		// Kafka's prepareIncrementProducerEpoch throws here; the retry of
+		// the KIP-360 bump that reached the exhausted epoch gets its answer
+		// again, and any other epoch is fenced.
+		h := newHarness(t)
+		exhausted(h, maxEpoch-2)
+		r := h.initAs("a", 7, maxEpoch-2)
+		if r.Code != 0 || r.ProducerID != 7 || r.ProducerEpoch != maxEpoch-1 {
+			t.Fatalf("bump to the last epoch: %+v", r)
+		}
+		if r2 := h.initAs("a", 7, maxEpoch-2); !reflect.DeepEqual(r2, r) {
+			t.Fatalf("its retry: %+v, want %+v", r2, r)
+		}
+		wantCode(t, "a stale epoch", h.initAs("a", 7, 12).Code, kerr.ProducerFenced)
+	})
 	t.Run("rotation without producer ids", func(t *testing.T) {
 		h := newHarness(t)
 		h.m.mu.Lock()

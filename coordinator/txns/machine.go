@@ -243,7 +243,7 @@ func decodeSnapshot(b []byte) (*state, error) {
 			return nil, fmt.Errorf("txns: decode snapshot: transactional id %q is malformed", id)
 		}
 		parts, ok := t.Partitions.normalized()
-		if !ok || !slices.IsSorted(t.Groups) {
+		if !ok || !slices.IsSorted(t.Groups) || len(slices.Compact(slices.Clone(t.Groups))) != len(t.Groups) {
 			return nil, fmt.Errorf("txns: decode snapshot: partitions or groups of %q are malformed", id)
 		}
 		t.Partitions = parts

@@ -125,6 +125,7 @@ func TestMachine_SnapshotRestoreRefusesMalformed(t *testing.T) {
 		`{"txns":{"a":{"id":"a","state":"Sideways"}}}`,
 		`{"txns":{"a":{"id":"a","state":"Ongoing","partitions":{"t":[-1]}}}}`,
 		`{"txns":{"a":{"id":"a","state":"Ongoing","groups":["b","a"]}}}`,
+		`{"txns":{"a":{"id":"a","state":"Ongoing","groups":["a","a"]}}}`,
 		`{"txns":{},"free":[{"start":5,"count":10}],"granted":10}`,
 		`{"txns":{},"free":[{"start":5,"count":0}],"granted":10}`,
 	} {
