@@ -129,13 +129,15 @@
 // Coordinator.mu the activation and the writers; both are leaves.
 // Coordinator.grantMu is held across a grant's two proposals (the
 // metadata group's AllocateProducerIDs, then GrantProducerIDs), and may
-// take Coordinator.mu and Machine.mu; it is taken under no other lock. DESIGN.md's lock order lists them.
+// take Coordinator.mu and Machine.mu; it is taken under no other lock.
+// DESIGN.md's lock order lists them.
 //
 // # Not here
 //
 // KIP-890 part 2 (transaction version 2: an epoch bump at every EndTxn,
-// EndTxn answering the new epoch) is not modelled; clients negotiate
-// version 1 behaviour. DescribeProducers, control batches, the LSO and
+// which EndTxn v5+ answers, and implicit AddPartitions at produce) is not
+// modelled: the broker must serve EndTxn up to v4 and advertise no
+// transaction.version feature, so clients keep version 1's behaviour. DescribeProducers, control batches, the LSO and
 // the aborted index are partition-side. TxnOffsetCommit's pending offsets
 // are the group coordinator's.
 package txns
