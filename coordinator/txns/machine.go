@@ -147,7 +147,11 @@ func (m *Machine) Pending() []PendingTxn {
 
 // Verify answers a verify-only AddPartitionsToTxn (KIP-890) from the
 // local state without a proposal, as the AddPartitions command's
-// verify-only form would at apply.
+// verify-only form would at apply. It is a local read: a deposed leader
+// may answer NONE for a transaction its successor has already ended, the
+// hanging transaction KIP-890 exists to prevent, so the coordinator
+// answers verification through the log (Coordinator.AddPartitions); this
+// is for callers that know their state is current.
 func (m *Machine) Verify(id string, producerID int64, epoch int16, parts Partitions) TxnResult {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
