@@ -296,3 +296,34 @@ func TestConfig_Validate(t *testing.T) {
 		}
 	}
 }
+
+// TestCoordinator_VerifyThroughTheLog: a partition leader's verify-only
+// check is answered per partition and adds nothing.
+func TestCoordinator_VerifyThroughTheLog(t *testing.T) {
+	ctx := context.Background()
+	h := newCoordHarness(t, NewMachine(), &clock{now: time.UnixMilli(t0)}, 1)
+	pid, epoch, _ := h.c.InitProducerID(ctx, "a", 60_000, -1, -1)
+	h.c.AddPartitions(ctx, []AddTxn{{TransactionalID: "a", ProducerID: pid, ProducerEpoch: epoch, Partitions: Partitions{"t": {0}}}})
+	h.log.mu.Lock()
+	n := len(h.log.entries)
+	h.log.mu.Unlock()
+	res := h.c.AddPartitions(ctx, []AddTxn{
+		{TransactionalID: "a", ProducerID: pid, ProducerEpoch: epoch, VerifyOnly: true, Partitions: Partitions{"t": {0, 1}}},
+		{TransactionalID: "a", ProducerID: pid, ProducerEpoch: epoch + 1, VerifyOnly: true, Partitions: Partitions{"t": {0}}},
+	})
+	want := []TxnResult{
+		{TransactionalID: "a", Partitions: map[string]map[int32]int16{"t": {0: 0, 1: kerr.TransactionAbortable.Code}}},
+		{TransactionalID: "a", Code: kerr.ProducerFenced.Code, Partitions: map[string]map[int32]int16{"t": {0: kerr.ProducerFenced.Code}}},
+	}
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("verify: %+v\nwant %+v", res, want)
+	}
+	h.log.mu.Lock()
+	defer h.log.mu.Unlock()
+	if len(h.log.entries) != n+1 {
+		t.Fatalf("verification took %d entries, want 1", len(h.log.entries)-n)
+	}
+	if tx := h.c.Machine().Txn("a"); tx.Partitions.Contains("t", 1) {
+		t.Fatal("verification added a partition")
+	}
+}
