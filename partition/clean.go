@@ -536,7 +536,7 @@ func (l *Log) swapSegment(v segView, data []byte) error {
 		return l.fail(fmt.Errorf("clean: swap segment %d: sync dir: %w", v.seg.base, err))
 	}
 	l.crashPoint("clean-swapped")
-	s, err := l.loadCleaned(v.seg.base, v.seg.path, data)
+	s, err := l.loadCleaned(v.seg, data)
 	if err != nil {
 		return l.fail(err)
 	}
@@ -560,14 +560,18 @@ func (l *Log) stillHolds(v segView) (int, bool) {
 	return 0, false
 }
 
-// loadCleaned opens the swapped-in segment file and indexes data, its
-// contents, writing the index files.
-func (l *Log) loadCleaned(base int64, path string, data []byte) (*segment, error) {
+// loadCleaned opens the swapped-in segment file of old and indexes data,
+// its contents, writing the index files. The transaction state carries
+// over: cleaning keeps every batch's offsets, attributes and producer, and
+// every marker.
+func (l *Log) loadCleaned(old *segment, data []byte) (*segment, error) {
+	base, path := old.base, old.path
 	f, err := l.fs.OpenFile(path+logSuffix, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("clean: open segment %d: %w", base, err)
 	}
 	s := newSegment(base, path, f)
+	s.txnBase, s.txnSeen, s.txnFile, s.aborted = old.txnBase, old.txnSeen, old.txnFile, old.aborted
 	for pos := int64(0); pos < int64(len(data)); {
 		h, err := parseHeader(data[pos:], pos)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -123,9 +124,17 @@ func (r *Replica) rewind(l *Log, cp replicaCheckpoint) error {
 		if err := l.Reset(cp.Next); err != nil {
 			return err
 		}
+		if err := l.SeedTransactions(cp.Txns); err != nil {
+			return err
+		}
 	}
 	if _, err := l.Truncate(cp.Next); err != nil {
 		return err
+	}
+	if got := l.OngoingTransactions(); !slices.Equal(got, cp.Txns) {
+		// Only a lost .txnindex of the first segment does this (recovery
+		// had nothing to rebuild its open transactions from).
+		r.logger.Warn("open transactions differ from the checkpoint's", "dir", r.cfg.Dir, "log", got, "checkpoint", cp.Txns)
 	}
 	if l.StartOffset() < cp.Start {
 		if err := l.AdvanceStart(cp.Start); err != nil {

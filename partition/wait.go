@@ -74,7 +74,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	if end := l.active().next; hw > end {
 		return &OffsetOutOfRangeError{Offset: hw, Start: l.start, End: end}
 	}
-	l.hw.set(hw)
+	l.setHW(hw)
 	return nil
 }
 
