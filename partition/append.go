@@ -223,11 +223,11 @@ func (l *Log) sync(clean bool) error {
 	// Unsynced segments form a suffix of the list: every Sync cleans them
 	// all, and only the active segment takes new writes.
 	first := len(l.segs) - 1
-	for first > 0 && (l.segs[first-1].unsynced || l.segs[first-1].indexUnsynced || l.segs[first-1].txnUnsynced) {
+	for first > 0 && (l.segs[first-1].unsynced || l.segs[first-1].indexUnsynced) {
 		first--
 	}
 	for _, s := range l.segs[first:] {
-		dirty := s.unsynced || s.indexUnsynced || s.txnUnsynced
+		dirty := s.unsynced || s.indexUnsynced
 		if err := s.sync(l.fs); err != nil {
 			return l.fail(err)
 		}

@@ -23,9 +23,6 @@ func (l *Log) AdvanceStart(offset int64) error {
 	if offset <= l.start {
 		return nil
 	}
-	if err := l.syncTxnBaseBeforeRemoving(offset); err != nil {
-		return err
-	}
 	if err := l.syncDirBeforeRemoving(offset); err != nil {
 		return err
 	}
@@ -60,27 +57,6 @@ func (l *Log) syncDirBeforeRemoving(offset int64) error {
 		return l.fail(fmt.Errorf("advance start: sync dir: %w", err))
 	}
 	l.dirDirty = false
-	return nil
-}
-
-// syncTxnBaseBeforeRemoving makes the .txnindex of the segment that
-// becomes the first durable before older ones go: recovery reads the
-// transactions open at the log's first segment from it, having nothing
-// older to rebuild them from.
-func (l *Log) syncTxnBaseBeforeRemoving(offset int64) error {
-	k := 0
-	for k < len(l.segs)-1 && l.segs[k].next <= offset {
-		k++
-	}
-	s := l.segs[k]
-	if k == 0 || !s.txnUnsynced {
-		return nil
-	}
-	if err := syncFile(l.fs, s.path+txnIndexSuffix); err != nil {
-		return l.fail(fmt.Errorf("advance start: sync txn index %d: %w", s.base, err))
-	}
-	s.txnUnsynced = false
-	l.dirDirty = true // the file's entry must be durable before the removals
 	return nil
 }
 

@@ -41,10 +41,9 @@ type segment struct {
 
 	// Transaction state (txnlog.go), the appender's. txnBase, the
 	// transactions open at base, is set when the segment starts.
-	txnBase     []OngoingTxn
-	txnSeen     bool // txnBase or a batch here changed transaction state
-	txnFile     bool // a .txnindex file exists
-	txnUnsynced bool // the .txnindex was written but not fsynced
+	txnBase []OngoingTxn
+	txnSeen bool // txnBase or a batch here changed transaction state
+	txnFile bool // a .txnindex file exists
 
 	// Appender-only state (Log.writeMu).
 	sinceIndex    int64     // bytes appended since the last index entry
@@ -150,12 +149,6 @@ func (s *segment) sync(fsys FS) error {
 			}
 		}
 		s.indexUnsynced = false
-	}
-	if s.txnUnsynced {
-		if err := syncFile(fsys, s.path+txnIndexSuffix); err != nil {
-			return fmt.Errorf("sync segment %d: %w", s.base, err)
-		}
-		s.txnUnsynced = false
 	}
 	return nil
 }

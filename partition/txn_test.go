@@ -445,3 +445,63 @@ func TestReplica_RewindSeedsTransactionsPastTheCheckpoint(t *testing.T) {
 		t.Fatalf("aborted %+v, want %+v", got, want)
 	}
 }
+
+func TestISRLog_Transactions(t *testing.T) {
+	dir := t.TempDir()
+	leader := openISR(t, dir, testConfig())
+	follower := openISR(t, t.TempDir(), testConfig())
+	if err := leader.BecomeLeader(1); err != nil {
+		t.Fatal(err)
+	}
+	mustProduce(t, leader, txnBatch(t, 1, 0, 0, "a"), 1) // 0
+	mustProduce(t, leader, txnBatch(t, 2, 0, 0, "b"), 1) // 1
+	mustProduce(t, leader, abortMarker(1, 0), 1)         // 2
+	if r := produce(t, leader, commitMarker(2, 0), 1); r.Err != nil || r.Duplicate {
+		t.Fatalf("commit: %+v", r) // 3
+	}
+	mustProduce(t, leader, txnBatch(t, 2, 0, 1, "c"), 1) // 4: p2's next transaction
+	if r := produce(t, leader, txnBatch(t, 2, 0, 1, "c"), 1); !r.Duplicate || r.Base != 4 {
+		t.Fatalf("retry: %+v", r)
+	}
+	mustProduce(t, leader, abortMarker(1, 3), 1) // 5: the coordinator bumped p1 to epoch 3
+	if r := produce(t, leader, txnBatch(t, 1, 2, 0, "zombie"), 1); !errors.Is(r.Err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("epoch 2 after the epoch 3 marker: %+v", r)
+	}
+	catchUp(t, follower, leader)
+	for _, r := range []*ISRLog{leader, follower} {
+		if _, err := r.SetHighWatermark(r.EndOffset()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := txnView{LSO: 4, Ongoing: []OngoingTxn{{2, 4}}, Aborted: []AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 2, LastStableOffset: 1}}}
+	for name, r := range map[string]*ISRLog{"leader": leader, "follower": follower} {
+		if got := viewTxns(r.Log()); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
+		}
+		if st := r.Producer(1); st == nil || st.Epoch != 3 {
+			t.Errorf("%s: producer 1 %+v, want epoch 3", name, st)
+		}
+	}
+	// The follower diverged after the commit: cut back, p2's second
+	// transaction and p1's epoch bump are gone.
+	if err := follower.TruncateTo(4); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := viewTxns(follower.Log()), (txnView{LSO: 4, Aborted: want.Aborted}); !reflect.DeepEqual(got, want) {
+		t.Errorf("follower truncated to 4: %+v, want %+v", got, want)
+	}
+	if st := follower.Producer(1); st == nil || st.Epoch != 0 {
+		t.Errorf("follower truncated to 4: producer 1 %+v, want epoch 0", st)
+	}
+	// Reopen: the producers' epochs come back from the batches' headers.
+	if err := leader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leader = openISR(t, dir, testConfig())
+	if st := leader.Producer(1); st == nil || st.Epoch != 3 {
+		t.Errorf("reopened leader: producer 1 %+v, want epoch 3", st)
+	}
+	if got := leader.Log().OngoingTransactions(); !reflect.DeepEqual(got, want.Ongoing) {
+		t.Errorf("reopened leader: ongoing %+v, want %+v", got, want.Ongoing)
+	}
+}

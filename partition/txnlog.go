@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/raftq/raftq/internal/durable"
 )
 
 // OngoingTxn is a transaction in progress in this partition: its producer
@@ -239,12 +241,6 @@ func (l *Log) SeedTransactions(txns []OngoingTxn) error {
 	if err := s.writeTxnIndex(l.fs); err != nil {
 		return l.fail(fmt.Errorf("seed transactions: %w", err))
 	}
-	if err := s.sync(l.fs); err != nil {
-		return l.fail(fmt.Errorf("seed transactions: %w", err))
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return l.fail(fmt.Errorf("seed transactions: sync dir: %w", err))
-	}
 	l.publishLSO()
 	return nil
 }
@@ -279,19 +275,23 @@ func decodeTxnIndex(b []byte) (txnIndexFile, error) {
 
 // writeTxnIndex writes the segment's .txnindex when it has transaction
 // state, and removes a file it no longer needs. A segment that never saw a
-// transaction has no file, so non-transactional topics pay nothing.
+// transaction has no file, so non-transactional topics pay nothing. The
+// file is replaced durably (internal/durable: temp file, fsync, rename,
+// directory fsync), because the first segment's is the only record of the
+// transactions open at its base: a torn rewrite must not lose them.
 func (s *segment) writeTxnIndex(fsys FS) error {
 	if !s.txnSeen {
 		if !s.txnFile {
 			return nil
 		}
-		s.txnFile, s.txnUnsynced = false, false
+		s.txnFile = false
 		return removeIfExists(fsys, s.path+txnIndexSuffix)
 	}
-	if err := writeFile(fsys, s.path+txnIndexSuffix, encodeTxnIndex(s), false); err != nil {
-		return err
+	w := durable.Writer{FS: durableFS{fsys}}
+	if err := w.WriteFile(s.path+txnIndexSuffix, encodeTxnIndex(s), 0o644); err != nil {
+		return fmt.Errorf("write txn index %d: %w", s.base, err)
 	}
-	s.txnFile, s.txnUnsynced = true, true
+	s.txnFile = true
 	return nil
 }
 
