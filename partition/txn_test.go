@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -503,5 +504,110 @@ func TestISRLog_Transactions(t *testing.T) {
 	}
 	if got := leader.Log().OngoingTransactions(); !reflect.DeepEqual(got, want.Ongoing) {
 		t.Errorf("reopened leader: ongoing %+v, want %+v", got, want.Ongoing)
+	}
+}
+
+// keyedBatch is a batch of keyed records with attribute bits attrs.
+func keyedBatch(t testing.TB, pid int64, attrs int16, kv ...string) []byte {
+	t.Helper()
+	var recs []testRecord
+	for i := 0; i < len(kv); i += 2 {
+		recs = append(recs, testRecord{ts: 1000, key: []byte(kv[i]), value: []byte(kv[i+1])})
+	}
+	return makeBatch(t, batchSpec{records: recs, producerID: pid, attributes: attrs})
+}
+
+// storedValues returns "key=value" for every record of l below upTo, and
+// how many batches hold them.
+func storedValues(t testing.TB, l *Log, upTo int64) (kvs []string, batches int) {
+	t.Helper()
+	for off := l.StartOffset(); off < upTo; {
+		for _, b := range splitBatches(t, mustRead(t, l, off, 1<<20, upTo)) {
+			info, err := ParseBatchHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches++
+			off = info.BaseOffset + int64(info.LastOffsetDelta) + 1
+			if info.Control() {
+				continue
+			}
+			if err := eachRecord(b, info, func(r record) error {
+				kvs = append(kvs, string(r.key)+"="+string(recordValue(t, r.raw)))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return kvs, batches
+}
+
+func TestClean_Transactions(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, testConfig())
+	for _, b := range [][]byte{
+		keyedBatch(t, -1, 0, "k2", "v0"),                                // 0
+		keyedBatch(t, 1, attrTransactional, "k1", "committed"),          // 1
+		commitMarker(1, 0),                                              // 2
+		keyedBatch(t, 2, attrTransactional, "k2", "aborted", "k3", "x"), // 3-4
+		abortMarker(2, 0),                                               // 5
+	} {
+		mustAppend(t, l, b, 0)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, keyedBatch(t, 3, attrTransactional, "k4", "open"), 0) // 6
+	mustAppend(t, l, keyedBatch(t, -1, 0, "k1", "newer"), 0)               // 7
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, keyedBatch(t, -1, 0, "k6", "v"), 0) // 8
+	if err := l.SetHighWatermark(9); err != nil {
+		t.Fatal(err)
+	}
+	before := viewTxns(l)
+	if before.LSO != 6 {
+		t.Fatalf("LSO %d, want 6", before.LSO)
+	}
+	st, err := l.Clean(CleanConfig{UpTo: l.HighWatermark(), Now: time.UnixMilli(5000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the first segment lies below the LSO; the aborted records go,
+	// without hiding the older k2, and k1's committed record stays (its
+	// newer value is past the LSO, outside the offset map).
+	if !st.Cleaned || st.Segments != 1 || st.RecordsDropped != 2 || st.CleanedTo != 6 {
+		t.Fatalf("clean: %+v", st)
+	}
+	kvs, batches := storedValues(t, l, 9)
+	if want := []string{"k2=v0", "k1=committed", "k4=open", "k1=newer", "k6=v"}; !reflect.DeepEqual(kvs, want) || batches != 8 {
+		t.Fatalf("after clean: %q in %d batches, want %q in 8 (markers and the emptied batch kept)", kvs, batches, want)
+	}
+	if got := viewTxns(l); !reflect.DeepEqual(got, before) {
+		t.Fatalf("transaction state changed by cleaning: %+v, want %+v", got, before)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig())
+	if err := l.SetHighWatermark(9); err != nil {
+		t.Fatal(err)
+	}
+	if got := viewTxns(l); !reflect.DeepEqual(got, before) {
+		t.Fatalf("after reopening the cleaned log: %+v, want %+v", got, before)
+	}
+	// Once p3 commits, the second segment is cleanable: k1's committed
+	// transactional record is compacted like any other.
+	mustAppend(t, l, commitMarker(3, 0), 0) // 9
+	if err := l.SetHighWatermark(10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Clean(CleanConfig{UpTo: l.HighWatermark(), Now: time.UnixMilli(5000)}); err != nil {
+		t.Fatal(err)
+	}
+	if kvs, _ := storedValues(t, l, 10); !reflect.DeepEqual(kvs, []string{"k2=v0", "k4=open", "k1=newer", "k6=v"}) {
+		t.Fatalf("after the second clean: %q", kvs)
 	}
 }
