@@ -168,7 +168,8 @@ func (l *Log) openSegment(base, recoveryPoint int64, last bool) (s *segment, tor
 		s.release()
 		return nil, false, false, err
 	}
-	if !torn && s.next <= recoveryPoint && l.indexesMatch(s) && l.txnIndexMatches(s) {
+	txnOK := l.txnIndexMatches(s)
+	if !torn && s.next <= recoveryPoint && l.indexesMatch(s) && txnOK {
 		// Durable, whole and its index files right: nothing to rewrite
 		// or sync.
 		s.unsynced = false

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -313,13 +314,15 @@ func (l *Log) readTxnBase(s *segment) []OngoingTxn {
 
 // txnIndexMatches reports whether the segment's .txnindex holds what
 // recovery rebuilt (or is absent when it should be).
+// It also notes whether the file exists, so that a rewrite removes one
+// the segment no longer needs.
 func (l *Log) txnIndexMatches(s *segment) bool {
 	b, err := readFile(l.fs, s.path+txnIndexSuffix)
-	if !s.txnSeen {
-		return err != nil
-	}
 	s.txnFile = err == nil
-	return err == nil && string(b) == string(encodeTxnIndex(s))
+	if !s.txnSeen {
+		return !s.txnFile
+	}
+	return s.txnFile && bytes.Equal(b, encodeTxnIndex(s))
 }
 
 // startSegmentTxns records the ongoing transactions at the base of a new
