@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -609,5 +610,39 @@ func TestClean_Transactions(t *testing.T) {
 	}
 	if kvs, _ := storedValues(t, l, 10); !reflect.DeepEqual(kvs, []string{"k2=v0", "k4=open", "k1=newer", "k6=v"}) {
 		t.Fatalf("after the second clean: %q", kvs)
+	}
+}
+
+func TestLog_WaitLastStableOffset(t *testing.T) {
+	l := openLog(t, t.TempDir(), testConfig())
+	mustAppend(t, l, txnBatch(t, 1, 0, 0, "a"), 0) // 0
+	mustAppend(t, l, plainBatch(t, "b"), 0)        // 1
+	if err := l.SetHighWatermark(2); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int64, 1)
+	go func() {
+		lso, err := l.WaitLastStableOffset(context.Background(), 2)
+		if err != nil {
+			lso = -1
+		}
+		done <- lso
+	}()
+	select {
+	case lso := <-done:
+		t.Fatalf("wait returned %d while the transaction at 0 is open", lso)
+	case <-time.After(20 * time.Millisecond):
+	}
+	mustAppend(t, l, commitMarker(1, 0), 0) // 2
+	if err := l.SetHighWatermark(3); err != nil {
+		t.Fatal(err)
+	}
+	if lso := <-done; lso != 3 {
+		t.Fatalf("wait returned %d, want 3", lso)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.WaitLastStableOffset(ctx, 5); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled wait: %v", err)
 	}
 }
