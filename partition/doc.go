@@ -84,6 +84,9 @@
 // (sendfile from the segment file) was built and removed: it was no
 // faster on loopback from cache (BENCHMARKS.md).
 //
+// A read_committed consumer reads up to the last stable offset instead
+// (ReadLimit, "Transactions" below).
+//
 // HighWatermark, SetHighWatermark, WatchHighWatermark (value plus a channel
 // closed at the next change, for fetch long-polls over many partitions),
 // WaitHighWatermark (blocks with a context) and WatchEnd let readers wait
@@ -213,7 +216,8 @@
 //     first batch retention or DeleteRecords removed holds the LSO at the
 //     start, as Kafka's firstUnstableOffset does, until its marker.
 //     LastStableOffset, WatchLastStableOffset (value and a channel closed
-//     at its next change, for read_committed long-polls) and ReadLimit
+//     at its next change, for read_committed long-polls),
+//     WaitLastStableOffset and ReadLimit
 //     (the LSO for ReadCommitted, the high watermark otherwise: the upTo
 //     that Read and ListOffset take, so ListOffsets READ_COMMITTED answers
 //     the LSO for latest and looks up timestamps below it).
