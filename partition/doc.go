@@ -189,8 +189,9 @@
 // EndTransactionMarker, key version+type 0 ABORT/1 COMMIT, value
 // version+coordinator epoch; ControlBatch builds one, ParseControlBatch
 // and ParseControlRecord decode it) closes it. A marker for a producer
-// with nothing open is stored and changes no state (Kafka would also
-// index an empty aborted range; no consumer can tell). Append refuses a
+// with nothing open is stored and changes no state, nor is it indexed
+// (as Kafka's appendEndTxnMarker, which completes only non-empty
+// transactions). Append refuses a
 // control batch that is not exactly one well-formed marker, and a
 // transactional batch without a producer id (INVALID_RECORD), so every
 // stored control batch decodes.

@@ -94,8 +94,7 @@ func isTxnBatch(info BatchInfo) bool {
 // apply notes a stored batch at base: a transactional data batch opens its
 // producer's transaction if none is open; a marker closes it, and an
 // ABORT marker returns the index entry. A marker for a producer without an
-// open transaction changes nothing (Kafka would index an empty aborted
-// range [marker, marker]; no consumer can tell the difference).
+// open transaction changes nothing and is not indexed, as in Kafka.
 func (t *txnState) apply(info BatchInfo, base int64, m ControlMarker) (*AbortedTxn, bool) {
 	pid := info.ProducerID
 	first, open := t.ongoing[pid]
