@@ -241,8 +241,12 @@
 //     marker's record is read only for control batches): the open
 //     transactions at the first segment's base come from its .txnindex,
 //     every later base from the replay. A missing or damaged first-segment
-//     file loses the transactions open there (logged; a raft Replica
-//     compares with its checkpoint and warns). With UnsafeSkipCRCChecks a
+//     file loses the transactions open there (logged). A raft Replica
+//     compares with its checkpoint's Txns after its rewind and gives the
+//     log back those still open at the checkpoint
+//     (RestoreOpenTransactions: open at the end, they were open
+//     throughout); index entries of the lost ones that ended since stay
+//     lost. With UnsafeSkipCRCChecks a
 //     segment with a .txnindex, or after open transactions, is read in
 //     full anyway.
 //   - Truncation replays the cut segment's headers from its base (reading

@@ -133,8 +133,15 @@ func (r *Replica) rewind(l *Log, cp replicaCheckpoint) error {
 	}
 	if got := l.OngoingTransactions(); !slices.Equal(got, cp.Txns) {
 		// Only a lost .txnindex of the first segment does this (recovery
-		// had nothing to rebuild its open transactions from).
-		r.logger.Warn("open transactions differ from the checkpoint's", "dir", r.cfg.Dir, "log", got, "checkpoint", cp.Txns)
+		// had nothing to rebuild its open transactions from). Those still
+		// open at the checkpoint come back; aborted-index entries of
+		// those that ended since are lost.
+		n, err := l.RestoreOpenTransactions(cp.Txns)
+		if err != nil {
+			return err
+		}
+		r.logger.Warn("open transactions differ from the checkpoint's; restored the missing ones still open",
+			"dir", r.cfg.Dir, "log", got, "checkpoint", cp.Txns, "restored", n)
 	}
 	if l.StartOffset() < cp.Start {
 		if err := l.AdvanceStart(cp.Start); err != nil {

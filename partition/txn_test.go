@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -644,5 +646,65 @@ func TestLog_WaitLastStableOffset(t *testing.T) {
 	cancel()
 	if _, err := l.WaitLastStableOffset(ctx, 5); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled wait: %v", err)
+	}
+}
+
+func TestReplica_RestoresOpenTransactionsOfADamagedTxnIndex(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p-0")
+	cfg := testConfig()
+	cfg.SegmentBytes, cfg.MaxBatchBytes = 300, 300
+	h := &replicaHarness{t: t, dir: dir}
+	open := func() {
+		r, err := OpenReplica(ReplicaConfig{Dir: dir, Log: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.r, h.index = r, r.Applied()
+	}
+	open()
+	h.apply(1, nil)
+	h.produce(1, txnBatch(t, 1, 0, 0, "open")) // 0: stays open
+	for i := range 12 {
+		h.produce(1, plainBatch(t, fmt.Sprint(i)))
+	}
+	segs := h.r.Log().Segments()
+	if len(segs) < 3 {
+		t.Fatalf("want several segments, got %d", len(segs))
+	}
+	h.apply(1, AdvanceStartEntry(segs[1].Base))
+	if _, err := h.r.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	first := h.r.Log().Segments()[0]
+	if err := h.r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Bit rot in the only record of what was open at the first segment's base.
+	name := strings.TrimSuffix(first.Path, logSuffix) + txnIndexSuffix
+	if err := os.WriteFile(name, []byte("garbage\n00000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.OngoingTransactions(); got != nil {
+		t.Fatalf("a bare log rebuilt %+v from a damaged .txnindex", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"reopened over the damage", "reopened again"} {
+		open()
+		l := h.r.Log()
+		if got, want := l.OngoingTransactions(), []OngoingTxn{{1, 0}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: open %+v, want %+v", when, got, want)
+		}
+		if got, want := l.LastStableOffset(), l.StartOffset(); got != want {
+			t.Fatalf("%s: LSO %d, want the start %d", when, got, want)
+		}
+		if err := h.r.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -66,12 +66,7 @@ func (t *txnState) list() []OngoingTxn {
 	for pid, first := range t.ongoing {
 		out = append(out, OngoingTxn{ProducerID: pid, FirstOffset: first})
 	}
-	slices.SortFunc(out, func(a, b OngoingTxn) int {
-		if a.FirstOffset != b.FirstOffset {
-			return compareInt64(a.FirstOffset, b.FirstOffset)
-		}
-		return compareInt64(a.ProducerID, b.ProducerID)
-	})
+	sortTxns(out)
 	return out
 }
 
@@ -422,4 +417,54 @@ func (l *Log) recoverTxn(s *segment, info BatchInfo, base int64, b []byte) {
 func fileExists(fsys FS, name string) bool {
 	_, err := readFile(fsys, name)
 	return err == nil
+}
+
+// RestoreOpenTransactions adds transactions that its owner knows to be
+// open at the log end but the log lost (a damaged .txnindex of the first
+// segment, whose open transactions recovery cannot rebuild): being open
+// at the end, they were open throughout, so each is added to every
+// segment's base and to the open set, and the first segment's file is
+// rewritten durably. It returns how many it added; a transaction the log
+// already holds, or that begins at or after the first segment's base
+// (the log would have seen that), is left alone.
+func (l *Log) RestoreOpenTransactions(txns []OngoingTxn) (int, error) {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if err := l.writable(); err != nil {
+		return 0, err
+	}
+	var missing []OngoingTxn
+	for _, t := range txns {
+		if _, ok := l.txn.ongoing[t.ProducerID]; !ok && t.FirstOffset < l.segs[0].base && t.ProducerID >= 0 {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) == 0 {
+		return 0, nil
+	}
+	for _, t := range missing {
+		l.txn.ongoing[t.ProducerID] = t.FirstOffset
+		l.txn.first = min(l.txn.first, t.FirstOffset)
+	}
+	l.mu.Lock()
+	for _, s := range l.segs {
+		s.txnBase = append(slices.Clone(s.txnBase), missing...)
+		sortTxns(s.txnBase)
+		s.txnSeen = true
+	}
+	l.mu.Unlock()
+	if err := l.segs[0].writeTxnIndex(l.fs); err != nil {
+		return 0, l.fail(fmt.Errorf("restore open transactions: %w", err))
+	}
+	l.publishLSO()
+	return len(missing), nil
+}
+
+func sortTxns(ts []OngoingTxn) {
+	slices.SortFunc(ts, func(a, b OngoingTxn) int {
+		if a.FirstOffset != b.FirstOffset {
+			return compareInt64(a.FirstOffset, b.FirstOffset)
+		}
+		return compareInt64(a.ProducerID, b.ProducerID)
+	})
 }
