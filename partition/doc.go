@@ -203,7 +203,10 @@
 // a transactional batch or marker whose producer epoch is older than the
 // producer's (INVALID_PRODUCER_EPOCH, Kafka's answer since 2.7; ErrorCode
 // passes a *kerr.Error's code through); a marker with a newer epoch moves
-// the producer to it, as the coordinator's fencing abort does. Markers are
+// the producer to it, as the coordinator's fencing abort does. A
+// non-transactional batch of a producer whose transaction is open here is
+// refused with INVALID_TXN_STATE, as Kafka's appendDataBatch refuses it
+// (checkTxnState, after the producer check). Markers are
 // never deduplicated (the coordinator may write one twice); a retried
 // transactional batch is, like any idempotent batch, and changes nothing.
 // The coordinator epoch a marker carries is decoded, not checked

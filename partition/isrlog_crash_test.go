@@ -121,11 +121,16 @@ func (c *isrCrashRun) step() {
 	default:
 		off := r.Log().StartOffset() + c.rng.Int64N(r.EndOffset()-r.Log().StartOffset()+1)
 		// A crash inside TruncateTo may leave the cut done or not.
-		if cut := c.cutFor(off); cut < r.EndOffset() {
+		cut, drop := c.cutFor(off), off
+		if cut < r.EndOffset() {
 			c.durableEnd = min(c.durableEnd, cut)
-			if c.ledStart >= cut {
-				c.ledEpoch = -1
-			}
+			drop = cut
+		}
+		// Epochs starting at the cut go; at or past the LEO, those
+		// starting at off or later (forgetEpochsFrom), an epoch just led
+		// with no batch yet included.
+		if c.ledStart >= drop {
+			c.ledEpoch = -1
 		}
 		if err := r.TruncateTo(off); err != nil {
 			c.t.Fatal(err)
@@ -181,7 +186,7 @@ func (c *isrCrashRun) produce() {
 			return
 		}
 	}
-	if c.rng.IntN(2) == 0 {
+	if pid != 1 { // producers 2 and 3 are transactional, 1 is not
 		mustProduce(c.t, c.r, txnBatch(c.t, pid, epoch, seq, valuesFor(1+c.rng.IntN(4))...), c.r.LatestEpoch())
 		return
 	}

@@ -243,6 +243,9 @@ func (r *Replica) applyProduce(l *Log, batch []byte, term uint64) (*ProduceResul
 		if dup != nil {
 			return &ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, MaxTimestamp: dup.MaxTimestamp, Duplicate: true, LogStart: l.StartOffset()}, nil
 		}
+		if err := l.checkTxnState(info); err != nil {
+			return &ProduceResult{Err: err, LogStart: l.StartOffset()}, nil
+		}
 	}
 	base, last, err := l.AppendValidated(batch, int32(term))
 	if err != nil {

@@ -119,6 +119,11 @@ func TestReplica_TransactionsCommitAbortAndLSO(t *testing.T) {
 	h.produce(1, plainBatch(t, "b"))                    // 3
 	h.produce(1, txnBatch(t, 20, 0, 0, "t2-0"))         // 4: p20 opens at 4
 	h.produce(1, txnBatch(t, 10, 0, 2, "t1-2"))         // 5: extends p10
+	// A non-transactional batch of a producer inside a transaction is
+	// refused, as Kafka does.
+	if r := h.produce(1, idemBatch(t, 10, 0, 3, "outside")); !errors.Is(r.Err, kerr.InvalidTxnState) {
+		t.Fatalf("plain batch of p10 while its transaction is open: %+v", r)
+	}
 	if got, want := l.HighWatermark(), int64(6); got != want {
 		t.Fatalf("hw %d, want %d", got, want)
 	}

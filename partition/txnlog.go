@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/raftq/raftq/internal/durable"
 )
 
@@ -173,6 +175,22 @@ func (l *Log) ReadLimit(isolation int8) int64 {
 		return l.LastStableOffset()
 	}
 	return l.HighWatermark()
+}
+
+// checkTxnState refuses a non-transactional batch of a producer whose
+// transaction is open here, as Kafka's appendDataBatch does
+// (INVALID_TXN_STATE). The owners call it after the producer check.
+func (l *Log) checkTxnState(info BatchInfo) error {
+	if info.Attributes&(attrTransactional|attrControl) != 0 || !info.Idempotent() {
+		return nil
+	}
+	l.writeMu.Lock()
+	_, open := l.txn.ongoing[info.ProducerID]
+	l.writeMu.Unlock()
+	if open {
+		return kerr.InvalidTxnState
+	}
+	return nil
 }
 
 // OngoingTransactions returns the transactions open at the log end,
