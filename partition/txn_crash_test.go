@@ -67,9 +67,9 @@ func (c *txnCrashRun) open() {
 }
 
 func TestLog_TransactionsCrashRecovery(t *testing.T) {
-	seeds := 30
+	seeds := 100
 	if testing.Short() {
-		seeds = 8
+		seeds = 20
 	}
 	for seed := range seeds {
 		c := &txnCrashRun{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 26)), fs: vfs.NewMem(), dir: "/p"}
