@@ -713,3 +713,42 @@ func TestReplica_RestoresOpenTransactionsOfADamagedTxnIndex(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot whose log start moved on before its body was streamed: the
+// body starts later than the checkpoint's start, and the transactions open
+// just before it travel in its header.
+func TestReplica_SnapshotBodyAfterTheStartMovedOn(t *testing.T) {
+	leader := newReplicaHarness(t)
+	leader.apply(2, nil)
+	leader.produce(2, txnBatch(t, 7, 0, 0, "open")) // 0
+	leader.produce(2, txnBatch(t, 8, 0, 0, "gone")) // 1: aborts at 6
+	for i := range 4 {
+		leader.produce(2, plainBatch(t, fmt.Sprint(i))) // 2-5
+	}
+	leader.produce(2, abortMarker(8, 0)) // 6
+	data, err := leader.r.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: new(leader.index), Term: new(uint64(2))}}
+	leader.apply(2, AdvanceStartEntry(4)) // after the snapshot, before its body
+	body, err := leader.r.SnapshotBody(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := newReplicaHarness(t)
+	if err := follower.r.ReceiveSnapshot(snap, body); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.r.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	fl := follower.r.Log()
+	if fl.StartOffset() != 4 {
+		t.Fatalf("follower start %d, want 4", fl.StartOffset())
+	}
+	want := txnView{LSO: 4, Ongoing: []OngoingTxn{{7, 0}}, Aborted: []AbortedTxn{{ProducerID: 8, FirstOffset: 1, LastOffset: 6, LastStableOffset: 0}}}
+	if got := viewTxns(fl); !reflect.DeepEqual(got, want) {
+		t.Fatalf("follower: %+v, want %+v", got, want)
+	}
+}
