@@ -77,6 +77,18 @@ func (l *Log) appendAt(batch []byte, info BatchInfo, epoch int32, want int64) (i
 	if want >= 0 && want != base {
 		return -1, -1, fmt.Errorf("%w: batch base %d, log end %d", ErrOffsetMismatch, want, base)
 	}
+	var marker ControlMarker
+	txnal := info.Attributes&(attrTransactional|attrControl) != 0
+	if txnal {
+		m, err := checkTxnBatch(batch, info)
+		if err != nil {
+			return -1, -1, err
+		}
+		if info.ProducerID < 0 {
+			return -1, -1, invalid("transactional batch without a producer id")
+		}
+		marker = m
+	}
 	last := base + int64(info.LastOffsetDelta)
 	if err := l.maybeRoll(int64(len(batch)), last); err != nil {
 		return -1, -1, err
@@ -90,10 +102,20 @@ func (l *Log) appendAt(batch []byte, info BatchInfo, epoch int32, want int64) (i
 		s.rollAt = l.cfg.now()
 	}
 	h := batchHeader{pos: s.size, size: int64(len(batch)), base: base, last: last, maxTS: info.MaxTimestamp}
+	var aborted *AbortedTxn
+	if txnal {
+		aborted = l.noteTxn(s, info, base, marker)
+	}
 	l.mu.Lock()
 	s.addBatch(h, l.limits().IndexIntervalBytes)
+	if aborted != nil {
+		s.aborted = append(s.aborted, *aborted)
+	}
 	l.mu.Unlock()
 	l.end.set(s.next)
+	if txnal {
+		l.publishLSO()
+	}
 	l.maybeWriteback(s)
 	return base, last, nil
 }
@@ -163,6 +185,11 @@ func (l *Log) roll() error {
 	l.crashPoint("roll-indexes-written")
 	s, err := createSegment(l.fs, l.dir, old.next)
 	if err != nil {
+		return l.fail(fmt.Errorf("roll: %w", err))
+	}
+	l.startSegmentTxns(s)
+	if err := s.writeTxnIndex(l.fs); err != nil {
+		s.release()
 		return l.fail(fmt.Errorf("roll: %w", err))
 	}
 	l.dirDirty = true

@@ -36,6 +36,18 @@ import (
 //     log); other emptied batches of one leader epoch in a row become one
 //     empty filler batch spanning their offsets. The log thus stays
 //     gap-free: every offset below the log end lies in a stored batch.
+//   - Transactions, as Kafka's cleaner treats them: the cleanable range
+//     also ends at the last stable offset, so every transactional batch
+//     in it belongs to a decided transaction. The records of aborted
+//     transactions (the aborted index says which) are dropped and never
+//     enter the offset map; committed transactional records are compacted
+//     like any. Markers are kept, always (Kafka drops a marker once
+//     delete.retention.ms has passed and its transaction has no data
+//     left; raftq does not, so the log's transaction state replays the
+//     same from every copy). A transactional batch left with no record
+//     stays as an empty batch, never folded into a filler: the batches'
+//     producers and attributes, and so the open transactions and the
+//     aborted index rebuilt from them, are the same before and after.
 //   - A cleaned segment is written to <base>.cleaned, fsynced, and renamed
 //     over <base>.log, and the directory is fsynced: a crash leaves the
 //     old segment or the new one, never a mix, and recovery deletes a
@@ -49,7 +61,7 @@ const cleanedSuffix = ".cleaned"
 // and the bound of what may be cleaned.
 type CleanConfig struct {
 	// UpTo bounds the cleanable range: only offsets below it (the high
-	// watermark) are cleaned.
+	// watermark) are cleaned. Clean lowers it to the last stable offset.
 	UpTo int64
 	// Now is when lags are measured.
 	Now time.Time
@@ -93,6 +105,7 @@ type CleanStats struct {
 // an error wrapping ErrCorruptLog and changes nothing more; segments
 // swapped before stay swapped (each swap is whole).
 func (l *Log) Clean(cfg CleanConfig) (CleanStats, error) {
+	cfg.UpTo = min(cfg.UpTo, l.LastStableOffset())
 	views, firstDirty, err := l.cleanable(cfg)
 	defer releaseViews(views)
 	if err != nil || len(views) == 0 {
@@ -104,7 +117,8 @@ func (l *Log) Clean(cfg CleanConfig) (CleanStats, error) {
 		st.Reason = fmt.Sprintf("dirty ratio %.2f below %.2f", st.DirtyRatio, cfg.MinCleanableRatio)
 		return st, nil
 	}
-	plan, err := planClean(views, firstDirty, cfg)
+	aborted := l.AbortedTransactions(views[0].seg.base, views[len(views)-1].next)
+	plan, err := planClean(views, firstDirty, cfg, newAbortedRanges(aborted))
 	if err != nil {
 		return st, err
 	}
@@ -204,13 +218,43 @@ type cleanPlan struct {
 	firstDirty int64
 	horizon    int64           // tombstones of the clean part below this timestamp go
 	lastOf     map[int64]int64 // producer id -> base of its last batch in the range
+	aborted    abortedRanges
+}
+
+// abortedRanges holds, per producer, the offset ranges of its aborted
+// transactions, oldest first (one producer's transactions never overlap).
+type abortedRanges map[int64][]AbortedTxn
+
+func newAbortedRanges(txns []AbortedTxn) abortedRanges {
+	a := abortedRanges{}
+	for _, t := range txns {
+		a[t.ProducerID] = append(a[t.ProducerID], t)
+	}
+	return a
+}
+
+// holds reports whether a transactional data batch of pid at off belongs
+// to an aborted transaction.
+func (a abortedRanges) holds(pid, off int64) bool {
+	for _, t := range a[pid] {
+		if t.FirstOffset <= off && off <= t.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// abortedData reports whether a stored batch holds records of an aborted
+// transaction.
+func (p *cleanPlan) abortedData(info BatchInfo, base int64) bool {
+	return info.Transactional() && !info.Control() && p.aborted.holds(info.ProducerID, base)
 }
 
 // planClean reads the cleanable range once: the offset map over its dirty
 // part, each producer's last batch, and the clean part's newest
 // timestamp.
-func planClean(views []segView, firstDirty int64, cfg CleanConfig) (*cleanPlan, error) {
-	p := &cleanPlan{latest: offsetMap{index: map[string]int{}}, firstDirty: firstDirty, lastOf: map[int64]int64{}, horizon: -1 << 62}
+func planClean(views []segView, firstDirty int64, cfg CleanConfig, aborted abortedRanges) (*cleanPlan, error) {
+	p := &cleanPlan{latest: offsetMap{index: map[string]int{}}, firstDirty: firstDirty, lastOf: map[int64]int64{}, horizon: -1 << 62, aborted: aborted}
 	cleanMaxTS := int64(-1 << 62)
 	for _, v := range views {
 		if cfg.Throttle != nil {
@@ -227,6 +271,9 @@ func planClean(views []segView, firstDirty int64, cfg CleanConfig) (*cleanPlan, 
 			if h.last < firstDirty {
 				cleanMaxTS = max(cleanMaxTS, info.MaxTimestamp)
 				return nil
+			}
+			if info.Control() || p.abortedData(info, h.base) {
+				return nil // neither shadows a key
 			}
 			return eachRecord(b, info, func(r record) error {
 				if r.offset >= firstDirty && r.key != nil {
@@ -338,12 +385,16 @@ func cleanSegmentBytes(v segView, plan *cleanPlan) ([]byte, int64, error) {
 		if err != nil {
 			return err
 		}
-		if info.Control() || info.Transactional() {
+		if info.Control() {
 			out = run.flush(out)
 			out = append(out, b...)
 			return nil
 		}
-		kept, n, err := filterBatch(b, info, func(r record) bool { return plan.keep(r, info.MaxTimestamp) })
+		keep := func(r record) bool { return plan.keep(r, info.MaxTimestamp) }
+		if plan.abortedData(info, h.base) {
+			keep = func(record) bool { return false }
+		}
+		kept, n, err := filterBatch(b, info, keep)
 		if err != nil {
 			return err
 		}
@@ -352,7 +403,7 @@ func cleanSegmentBytes(v segView, plan *cleanPlan) ([]byte, int64, error) {
 		case n > 0:
 			out = run.flush(out)
 			out = append(out, kept...)
-		case info.ProducerID >= 0 && plan.lastOf[info.ProducerID] == h.base:
+		case info.Transactional(), info.ProducerID >= 0 && plan.lastOf[info.ProducerID] == h.base:
 			out = run.flush(out)
 			out = append(out, kept...) // empty, but its producer's last
 		default:
@@ -536,7 +587,7 @@ func (l *Log) swapSegment(v segView, data []byte) error {
 		return l.fail(fmt.Errorf("clean: swap segment %d: sync dir: %w", v.seg.base, err))
 	}
 	l.crashPoint("clean-swapped")
-	s, err := l.loadCleaned(v.seg.base, v.seg.path, data)
+	s, err := l.loadCleaned(v.seg, data)
 	if err != nil {
 		return l.fail(err)
 	}
@@ -560,14 +611,18 @@ func (l *Log) stillHolds(v segView) (int, bool) {
 	return 0, false
 }
 
-// loadCleaned opens the swapped-in segment file and indexes data, its
-// contents, writing the index files.
-func (l *Log) loadCleaned(base int64, path string, data []byte) (*segment, error) {
+// loadCleaned opens the swapped-in segment file of old and indexes data,
+// its contents, writing the index files. The transaction state carries
+// over: cleaning keeps every batch's offsets, attributes and producer, and
+// every marker.
+func (l *Log) loadCleaned(old *segment, data []byte) (*segment, error) {
+	base, path := old.base, old.path
 	f, err := l.fs.OpenFile(path+logSuffix, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("clean: open segment %d: %w", base, err)
 	}
 	s := newSegment(base, path, f)
+	s.txnBase, s.txnSeen, s.txnFile, s.aborted = old.txnBase, old.txnSeen, old.txnFile, old.aborted
 	for pos := int64(0); pos < int64(len(data)); {
 		h, err := parseHeader(data[pos:], pos)
 		if err != nil {

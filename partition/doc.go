@@ -11,6 +11,7 @@
 //	00000000000000000000.log        batches, exactly as produced, header stamped
 //	00000000000000000000.index      sparse offset index
 //	00000000000000000000.timeindex  time index
+//	00000000000000000000.txnindex   transactions (only if the segment has any)
 //	00000000000000004711.log ...    the next segment, named by its base offset
 //	partition.checkpoint            log start offset and recovery point
 //
@@ -82,6 +83,9 @@
 // concurrently does not close the file under it. A zero-copy read
 // (sendfile from the segment file) was built and removed: it was no
 // faster on loopback from cache (BENCHMARKS.md).
+//
+// A read_committed consumer reads up to the last stable offset instead
+// (ReadLimit, "Transactions" below).
 //
 // HighWatermark, SetHighWatermark, WatchHighWatermark (value plus a channel
 // closed at the next change, for fetch long-polls over many partitions),
@@ -165,8 +169,8 @@
 //     it for writing only to publish, never across I/O; readers take it for
 //     reading to snapshot a segment and take a reference, then release it
 //     before any I/O.
-//   - watched.mu (one each for the high watermark and the end): guards the
-//     waiters' channel.
+//   - watched.mu (one each for the high watermark, the end and the last
+//     stable offset): guards the waiters' channel.
 //   - segment.refs: atomic count (the log's own plus one per reader); the
 //     last release closes the file, so retention never pulls a file from
 //     under a reader.
@@ -176,6 +180,104 @@
 //
 // The lock order is in the repository's DESIGN.md ("Lock order"), the one
 // list for every package.
+//
+// # Transactions
+//
+// A transactional data batch (attribute 0x10, a producer id) opens its
+// producer's transaction in the partition unless one is open, at the
+// batch's base offset; a control batch (0x20: one record, Kafka's
+// EndTransactionMarker, key version+type 0 ABORT/1 COMMIT, value
+// version+coordinator epoch; ControlBatch builds one, ParseControlBatch
+// and ParseControlRecord decode it) closes it. A marker for a producer
+// with nothing open is stored and changes no state, nor is it indexed
+// (as Kafka's appendEndTxnMarker, which completes only non-empty
+// transactions). Append refuses a
+// control batch that is not exactly one well-formed marker, and a
+// transactional batch without a producer id (INVALID_RECORD), so every
+// stored control batch decodes.
+//
+// The bookkeeping lives in Log (txnlog.go), so the raft Replica and the
+// ISRLog share it: both append through Log, and whatever truncates,
+// resets, recovers, cleans or moves the start of a Log keeps it right.
+// Fencing is the owners', with the producer state: checkProducer refuses
+// a transactional batch or marker whose producer epoch is older than the
+// producer's (INVALID_PRODUCER_EPOCH, Kafka's answer since 2.7; ErrorCode
+// passes a *kerr.Error's code through); a marker with a newer epoch moves
+// the producer to it, as the coordinator's fencing abort does. A
+// non-transactional batch of a producer whose transaction is open here is
+// refused with INVALID_TXN_STATE, as Kafka's appendDataBatch refuses it
+// (checkTxnState, after the producer check). Markers are
+// never deduplicated (the coordinator may write one twice); a retried
+// transactional batch is, like any idempotent batch, and changes nothing.
+// The coordinator epoch a marker carries is decoded, not checked
+// (TRANSACTION_COORDINATOR_FENCED is the coordinator's to enforce).
+//
+//   - Open transactions: what replaying every batch of the log from the
+//     first segment's base gives, starting from the transactions open at
+//     that base. OngoingTransactions lists them.
+//   - Last stable offset: LSO = min(high watermark, max(first offset of
+//     the earliest open transaction, log start)): a transaction whose
+//     first batch retention or DeleteRecords removed holds the LSO at the
+//     start, as Kafka's firstUnstableOffset does, until its marker.
+//     LastStableOffset, WatchLastStableOffset (value and a channel closed
+//     at its next change, for read_committed long-polls),
+//     WaitLastStableOffset and ReadLimit
+//     (the LSO for ReadCommitted, the high watermark otherwise: the upTo
+//     that Read and ListOffset take, so ListOffsets READ_COMMITTED answers
+//     the LSO for latest and looks up timestamps below it).
+//   - Aborted index: per segment, in memory, for every ABORT marker that
+//     closed an open transaction: {ProducerID, FirstOffset, LastOffset =
+//     the marker's offset, LastStableOffset = the LSO the abort left,
+//     ignoring the high watermark}. AbortedTransactions(from, to) returns
+//     those overlapping [from, to), stopping, as Kafka's
+//     collectAbortedTxns, at the first entry whose LastStableOffset
+//     reaches to. Entries go with their segment (retention, truncation).
+//   - On disk: <base>.txnindex (JSON with a CRC line, like the
+//     checkpoints) holds the transactions open at the segment's base and
+//     its aborted entries. Only segments that saw a transaction have one.
+//     It is written when the segment starts with transactions open (roll,
+//     SeedTransactions), when it is sealed, at Close and when recovery
+//     finds it stale, always durably (temp file, fsync, rename, directory
+//     fsync): the first segment's is the only record of the transactions
+//     open at its base once older segments are gone.
+//   - Recovery rebuilds all of it from the batches it reads anyway (a
+//     marker's record is read only for control batches): the open
+//     transactions at the first segment's base come from its .txnindex,
+//     every later base from the replay. A missing or damaged first-segment
+//     file loses the transactions open there (logged). A raft Replica
+//     compares with its checkpoint's Txns after its rewind and gives the
+//     log back those still open at the checkpoint
+//     (RestoreOpenTransactions: open at the end, they were open
+//     throughout); index entries of the lost ones that ended since stay
+//     lost. With UnsafeSkipCRCChecks a
+//     segment with a .txnindex, or after open transactions, is read in
+//     full anyway.
+//   - Truncation replays the cut segment's headers from its base (reading
+//     only markers) to roll back the open transactions and drop the
+//     aborted entries at or past the cut; segments without transactions
+//     cost nothing. Reset empties it all; SeedTransactions (on an empty
+//     log only) then sets the transactions open at its start.
+//   - Raft snapshots: the checkpoint (the snapshot data) carries Txns, the
+//     transactions open at Next, first batches below the start included;
+//     a replica whose log restarts empty at Next (rewind) is seeded with
+//     them. The snapshot body's header carries the transactions open just
+//     before its first batch, which the receiver seeds its staged log with
+//     before appending the body; the receiver refuses a body that does not
+//     end with the checkpoint's Txns open. (This extends the body format:
+//     both ends of a snapshot transfer must run this version.)
+//   - ISR: ResetTo (a follower behind the leader's start) restarts with no
+//     open transactions, as Kafka's truncateFullyAndStartAt does; the
+//     leader's state is the one consumers see.
+//   - Compaction (clean.go): never past the LSO; records of aborted
+//     transactions are dropped, markers are kept.
+//   - Cost: a batch without the transactional or control bit costs one
+//     test of its attributes at append (and, if idempotent, one map
+//     lookup under writeMu for checkTxnState); SetHighWatermark publishes
+//     the LSO beside the high watermark (a mutex and a store); a segment
+//     that never saw a transaction has no .txnindex to write, sync or
+//     read. The aborted index is in memory, one 32-byte entry per
+//     aborted transaction in the retained log. BenchmarkAppendTxnMem
+//     measures the bookkeeping without the disk.
 //
 // # ISR mode (ISRLog)
 //

@@ -71,12 +71,18 @@ func (e *OffsetOutOfRangeError) Error() string {
 func (e *OffsetOutOfRangeError) Unwrap() error { return ErrOffsetOutOfRange }
 
 // ErrorCode maps an error from this package to the Kafka error code a
-// response should carry: 0 for nil, CORRUPT_MESSAGE, INVALID_RECORD,
+// response should carry: 0 for nil, a *kerr.Error's own code (producer
+// refusals such as INVALID_PRODUCER_EPOCH for a fenced transactional batch
+// or marker), CORRUPT_MESSAGE, INVALID_RECORD,
 // MESSAGE_TOO_LARGE, OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR for failed,
 // closed or damaged logs, and UNKNOWN_SERVER_ERROR for anything else.
 func ErrorCode(err error) int16 {
 	if err == nil {
 		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code // ProduceResult.Err: INVALID_PRODUCER_EPOCH and the sequence errors
 	}
 	for _, m := range codeMap {
 		if errors.Is(err, m.err) {

@@ -156,6 +156,9 @@ func (r *ISRLog) AppendLeader(batch []byte, info BatchInfo, epoch int32) (Produc
 		if dup != nil {
 			return ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, MaxTimestamp: dup.MaxTimestamp, Duplicate: true, LogStart: start}, nil
 		}
+		if err := r.log.checkTxnState(info); err != nil {
+			return ProduceResult{Err: err, LogStart: start}, nil
+		}
 	}
 	r.assignEpoch(epoch, r.log.EndOffset())
 	base, last, err := r.log.AppendValidated(batch, epoch)

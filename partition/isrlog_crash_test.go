@@ -121,11 +121,16 @@ func (c *isrCrashRun) step() {
 	default:
 		off := r.Log().StartOffset() + c.rng.Int64N(r.EndOffset()-r.Log().StartOffset()+1)
 		// A crash inside TruncateTo may leave the cut done or not.
-		if cut := c.cutFor(off); cut < r.EndOffset() {
+		cut, drop := c.cutFor(off), off
+		if cut < r.EndOffset() {
 			c.durableEnd = min(c.durableEnd, cut)
-			if c.ledStart >= cut {
-				c.ledEpoch = -1
-			}
+			drop = cut
+		}
+		// Epochs starting at the cut go; at or past the LEO, those
+		// starting at off or later (forgetEpochsFrom), an epoch just led
+		// with no batch yet included.
+		if c.ledStart >= drop {
+			c.ledEpoch = -1
 		}
 		if err := r.TruncateTo(off); err != nil {
 			c.t.Fatal(err)
@@ -163,7 +168,15 @@ func (c *isrCrashRun) produce() {
 	st, seq := c.r.Producer(pid), int32(0)
 	var epoch int16
 	if st != nil {
-		epoch, seq = st.Epoch, st.Batches[len(st.Batches)-1].LastSeq+1
+		epoch = st.Epoch
+	}
+	if c.rng.IntN(8) == 0 { // a marker, sometimes of a bumped epoch
+		m := ControlBatch(pid, epoch+int16(c.rng.IntN(2)), c.rng.IntN(2) == 0, 0, 1000)
+		mustProduce(c.t, c.r, m, c.r.LatestEpoch())
+		return
+	}
+	if st != nil && len(st.Batches) > 0 {
+		seq = st.Batches[len(st.Batches)-1].LastSeq + 1
 		if c.rng.IntN(5) == 0 {
 			b := st.Batches[c.rng.IntN(len(st.Batches))]
 			res := produce(c.t, c.r, idemBatch(c.t, pid, epoch, b.FirstSeq, valuesFor(int(b.LastSeq-b.FirstSeq)+1)...), c.r.LatestEpoch())
@@ -172,6 +185,10 @@ func (c *isrCrashRun) produce() {
 			}
 			return
 		}
+	}
+	if pid != 1 { // producers 2 and 3 are transactional, 1 is not
+		mustProduce(c.t, c.r, txnBatch(c.t, pid, epoch, seq, valuesFor(1+c.rng.IntN(4))...), c.r.LatestEpoch())
+		return
 	}
 	mustProduce(c.t, c.r, idemBatch(c.t, pid, epoch, seq, valuesFor(1+c.rng.IntN(4))...), c.r.LatestEpoch())
 }
@@ -207,6 +224,9 @@ func (c *isrCrashRun) verify(when string) {
 	c.durableEnd = r.EndOffset() // recovery synced what it kept
 	if got, want := r.producers, replayProducers(t, r.Log()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s: producers\n%s\nwant (replayed)\n%s", when, dumpProducers(got), dumpProducers(want))
+	}
+	if got, want := viewTxns(r.Log()), replayTxnView(t, r.Log()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: transactions %+v, want (replayed) %+v", when, got, want)
 	}
 	checkEpochsAgainstLog(t, when, r)
 	if c.ledEpoch >= 0 && int64(r.LatestEpoch()) < c.ledEpoch {
@@ -267,4 +287,38 @@ func checkEpochsAgainstLog(t testing.TB, when string, r *ISRLog) {
 	if err != nil {
 		t.Fatalf("%s: %v", when, err)
 	}
+}
+
+// replayTxnView rebuilds the transaction state of a log that starts at 0
+// from every batch in it, as a log that never crashed, truncated or
+// reopened would hold it (the high watermark taken as it is).
+func replayTxnView(t testing.TB, l *Log) txnView {
+	t.Helper()
+	if l.StartOffset() != 0 {
+		t.Fatalf("replayTxnView needs the whole log; it starts at %d", l.StartOffset())
+	}
+	ts := newTxnState(nil)
+	var aborted []AbortedTxn
+	for off := int64(0); off < l.EndOffset(); {
+		for _, b := range splitBatches(t, mustRead(t, l, off, 1<<20, l.EndOffset())) {
+			info, err := ParseBatchHeader(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = info.BaseOffset + int64(info.LastOffsetDelta) + 1
+			if !isTxnBatch(info) {
+				continue
+			}
+			var m ControlMarker
+			if info.Control() {
+				if m, err = ParseControlBatch(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a, _ := ts.apply(info, info.BaseOffset, m); a != nil {
+				aborted = append(aborted, *a)
+			}
+		}
+	}
+	return txnView{LSO: min(l.HighWatermark(), ts.first), Ongoing: ts.list(), Aborted: aborted}
 }

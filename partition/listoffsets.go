@@ -18,7 +18,9 @@ const (
 // offsets below upTo (the high watermark, for consumers): ListLatest gives
 // upTo (capped at the log end), ListEarliest the log start, and any other
 // timestamp the first record at or after it (OffsetForTimestamp). The
-// timestamp returned is -1 for latest and earliest.
+// timestamp returned is -1 for latest and earliest. ReadLimit gives upTo
+// for a request's isolation level: READ_COMMITTED sees up to the last
+// stable offset.
 func (l *Log) ListOffset(ts int64, upTo int64) (offset, timestamp int64, err error) {
 	switch ts {
 	case ListLatest:

@@ -43,6 +43,9 @@ type Log struct {
 
 	hw  watched // high watermark
 	end watched // log end offset
+	lso watched // last stable offset (txnlog.go)
+
+	txn txnState // ongoing transactions; the mutators' (writeMu)
 }
 
 // limits returns the log's current limits.
@@ -95,8 +98,8 @@ func open(dir string, cfg Config, epochs epochCheck) (*Log, error) {
 		l.releaseAll()
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	l.hw.set(l.start)
 	l.end.set(l.active().next)
+	l.setHW(l.start)
 	return l, nil
 }
 
@@ -127,6 +130,7 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	l.hw.shut()
 	l.end.shut()
+	l.lso.shut()
 	l.releaseAll()
 	return err
 }

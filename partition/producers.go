@@ -34,6 +34,15 @@ type ProducerState struct {
 // Kafka's ProducerStateManager. dup is non-nil for a retried batch already
 // in the log; err is a Kafka error when the batch must be refused.
 func checkProducer(st *ProducerState, info BatchInfo) (dup *ProducerBatch, err error) {
+	if info.Control() {
+		// A transaction marker carries no sequence and is never a
+		// duplicate (the coordinator may write it again); only its epoch
+		// is checked, as Kafka's appendEndTxnMarker does.
+		if st != nil && info.ProducerEpoch < st.Epoch {
+			return nil, kerr.InvalidProducerEpoch
+		}
+		return nil, nil
+	}
 	if st == nil {
 		return nil, nil // unknown producer: any sequence starts it (Kafka 2.5+)
 	}
@@ -65,8 +74,16 @@ func inSequence(last, next int32) bool {
 	return next == last+1
 }
 
-// recordProducer notes an appended batch.
+// recordProducer notes an appended batch. A transaction marker only
+// moves the producer to its epoch (a newer one forgets the old epoch's
+// batches); the sequence carries on across transactions.
 func recordProducer(st *ProducerState, info BatchInfo, base, last int64) *ProducerState {
+	if info.Control() {
+		if st == nil || info.ProducerEpoch > st.Epoch {
+			return &ProducerState{Epoch: info.ProducerEpoch}
+		}
+		return st
+	}
 	if st == nil || info.ProducerEpoch != st.Epoch {
 		st = &ProducerState{Epoch: info.ProducerEpoch}
 	}

@@ -83,7 +83,7 @@ func (l *Log) isLeftover(name string, logs map[int64]bool) bool {
 	if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, cleanedSuffix) {
 		return true
 	}
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if base, ok := parseSegmentName(name, suffix); ok && !logs[base] {
 			return true
 		}
@@ -135,7 +135,7 @@ func (l *Log) loadSegments(bases []int64, cp checkpoint) (changed bool, err erro
 func (l *Log) removeSegments(bases []int64) error {
 	for _, b := range slices.Backward(bases) {
 		path := filepath.Base(segmentPath(l.dir, b))
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 			if err := l.removeFile(path + suffix); err != nil {
 				return err
 			}
@@ -161,7 +161,13 @@ func (l *Log) openSegment(base, recoveryPoint int64, last bool) (s *segment, tor
 		s.release()
 		return nil, false, false, fmt.Errorf("open segment %d: %w", base, err)
 	}
-	if l.trustFiles() && l.loadTrusted(s, st.Size(), recoveryPoint, last) {
+	if len(l.segs) == 0 {
+		// Nothing older is left to rebuild the transactions open at the
+		// first segment's base from: its .txnindex keeps them.
+		l.txn = newTxnState(l.readTxnBase(s))
+	}
+	l.startSegmentTxns(s)
+	if l.trustFiles() && !s.txnSeen && !fileExists(l.fs, path+txnIndexSuffix) && l.loadTrusted(s, st.Size(), recoveryPoint, last) {
 		return s, false, false, nil
 	}
 	torn, err = l.scanSegment(s, st.Size())
@@ -169,7 +175,8 @@ func (l *Log) openSegment(base, recoveryPoint int64, last bool) (s *segment, tor
 		s.release()
 		return nil, false, false, err
 	}
-	if !torn && s.next <= recoveryPoint && l.indexesMatch(s) {
+	txnOK := l.txnIndexMatches(s)
+	if !torn && s.next <= recoveryPoint && l.indexesMatch(s) && txnOK {
 		// Durable, whole and its index files right: nothing to rewrite
 		// or sync.
 		s.unsynced = false
@@ -322,8 +329,9 @@ func (l *Log) scanSegment(s *segment, size int64) (torn bool, err error) {
 		if err == nil && h.base != s.next {
 			err = fmt.Errorf("batch at %d has base %d, want %d", h.pos, h.base, s.next)
 		}
+		var info BatchInfo
 		if err == nil {
-			_, err = ValidateStoredBatch(b)
+			info, err = ValidateStoredBatch(b)
 		}
 		if err == nil {
 			err = l.epochs.check(h.base, b)
@@ -334,6 +342,7 @@ func (l *Log) scanSegment(s *segment, size int64) (torn bool, err error) {
 			break
 		}
 		s.addBatch(h, l.limits().IndexIntervalBytes)
+		l.recoverTxn(s, info, h.base, b)
 	}
 	if s.size < size {
 		if err := s.f.Truncate(s.size); err != nil {
@@ -374,6 +383,7 @@ func (l *Log) settleStart(cpStart int64) error {
 		return err
 	}
 	l.segs = nil
+	l.txn = newTxnState(nil)
 	s, err := createSegment(l.fs, l.dir, cpStart)
 	if err != nil {
 		return err

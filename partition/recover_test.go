@@ -18,6 +18,7 @@ func abandon(l *Log) {
 	l.mu.Unlock()
 	l.hw.shut()
 	l.end.shut()
+	l.lso.shut()
 	l.releaseAll()
 }
 

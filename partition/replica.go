@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -133,9 +134,24 @@ func (r *Replica) rewind(l *Log, cp replicaCheckpoint) error {
 		if err := l.Reset(cp.Next); err != nil {
 			return err
 		}
+		if err := l.SeedTransactions(cp.Txns); err != nil {
+			return err
+		}
 	}
 	if _, err := l.Truncate(cp.Next); err != nil {
 		return err
+	}
+	if got := l.OngoingTransactions(); !slices.Equal(got, cp.Txns) {
+		// Only a lost .txnindex of the first segment does this (recovery
+		// had nothing to rebuild its open transactions from). Those still
+		// open at the checkpoint come back; aborted-index entries of
+		// those that ended since are lost.
+		n, err := l.RestoreOpenTransactions(cp.Txns)
+		if err != nil {
+			return err
+		}
+		r.logger.Warn("open transactions differ from the checkpoint's; restored the missing ones still open",
+			"dir", r.cfg.Dir, "log", got, "checkpoint", cp.Txns, "restored", n)
 	}
 	if l.StartOffset() < cp.Start {
 		if err := l.AdvanceStart(cp.Start); err != nil {
@@ -236,6 +252,9 @@ func (r *Replica) applyProduce(l *Log, batch []byte, term uint64) (*ProduceResul
 		}
 		if dup != nil {
 			return &ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, MaxTimestamp: dup.MaxTimestamp, Duplicate: true, LogStart: l.StartOffset()}, nil
+		}
+		if err := l.checkTxnState(info); err != nil {
+			return &ProduceResult{Err: err, LogStart: l.StartOffset()}, nil
 		}
 	}
 	base, last, err := l.AppendValidated(batch, int32(term))

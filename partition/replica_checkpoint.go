@@ -23,6 +23,10 @@ type replicaCheckpoint struct {
 	Next      int64                    `json:"next"`
 	Producers map[int64]*ProducerState `json:"producers,omitempty"`
 	Epochs    epochCache               `json:"epochs,omitempty"`
+	// Txns are the transactions open at Next, those whose first batch
+	// lies below a new log start included: a replica whose log restarts
+	// empty at Next (rewind) is seeded with them.
+	Txns []OngoingTxn `json:"txns,omitempty"`
 }
 
 func (c *replicaCheckpoint) encode() ([]byte, error) {

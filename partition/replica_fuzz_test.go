@@ -58,6 +58,14 @@ func FuzzReplicaApply(f *testing.F) {
 	f.Add(fuzzEntries([]byte{3}, produceEntry(ok[:len(ok)-3]), []byte{kindAdvanceStart, 1}, []byte{9}))
 	f.Add(fuzzEntries([]byte{1, 1 | snap, 1, 1 | restart}, nil, produceEntry(ok), produceEntry(idem), AdvanceStartEntry(3)))
 	f.Add(fuzzEntries([]byte{1 | shrink, 1, 1}, nil, produceEntry(ok), produceEntry(idem)))
+	// Transactions: open ones across a start move, a snapshot and a
+	// restart; an abort, a commit, a fenced marker and a stray one.
+	t1, t2 := txnBatch(f, 4, 0, 0, "t"), txnBatch(f, 5, 1, 0, "u")
+	f.Add(fuzzEntries([]byte{1, 1, 1, 1 | snap, 1, 1 | restart, 1, 1, 1},
+		produceEntry(t1), produceEntry(t2), produceEntry(ok), AdvanceStartEntry(3), produceEntry(abortMarker(4, 0)),
+		produceEntry(abortMarker(5, 0)), produceEntry(commitMarker(5, 1)), produceEntry(commitMarker(6, 0)), produceEntry(t1)))
+	f.Add(fuzzEntries([]byte{2, 2 | restart, 2 | snap, 2 | restart}, produceEntry(t1), AdvanceStartEntry(1), produceEntry(ok), produceEntry(abortMarker(4, 0))))
+	f.Add(fuzzEntries([]byte{1 | snap, 1, 1 | restart, 1}, produceEntry(t1), produceEntry(ok), AdvanceStartEntry(3), produceEntry(abortMarker(4, 0))))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		terms, ops, entries := unpackEntries(in)
 		if len(entries) > 64 || !allValidated(entries) {
@@ -150,6 +158,7 @@ type image struct {
 	applied        uint64
 	log            []byte
 	epochs         []EpochStart
+	txns           txnView
 }
 
 func replicaImage(t *testing.T, r *Replica) image {
@@ -159,5 +168,5 @@ func replicaImage(t *testing.T, r *Replica) image {
 	for _, b := range readAll(t, l) {
 		log.Write(b)
 	}
-	return image{start: l.StartOffset(), end: l.EndOffset(), hw: l.HighWatermark(), applied: r.Applied(), log: log.Bytes(), epochs: r.Epochs()}
+	return image{start: l.StartOffset(), end: l.EndOffset(), hw: l.HighWatermark(), applied: r.Applied(), log: log.Bytes(), epochs: r.Epochs(), txns: viewTxns(l)}
 }

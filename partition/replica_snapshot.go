@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -36,7 +37,7 @@ func (r *Replica) PrepareSnapshot() (data []byte, persist func() error, err erro
 	l := r.Log()
 	cp := &replicaCheckpoint{
 		Applied: r.applied, Start: l.StartOffset(), Next: l.EndOffset(),
-		Producers: r.producers, Epochs: r.Epochs(),
+		Producers: r.producers, Epochs: r.Epochs(), Txns: l.OngoingTransactions(),
 	}
 	// Encoding now copies the producer table, which later applies change.
 	data, err = json.Marshal(cp)
@@ -65,10 +66,16 @@ func decodeSnapshotData(snap *raftpb.Snapshot) (replicaCheckpoint, error) {
 }
 
 // The snapshot body is a 16-byte header (the base offset of the first
-// batch, then the log start offset, which may lie inside that batch)
-// followed by the log's batches as they are on disk, up to the snapshot's
-// end offset.
-const snapHeaderSize = 16
+// batch, then the log start offset, which may lie inside that batch), the
+// transactions open just before the first batch (a uint32 count, then
+// producer id and first offset, int64 each), and the log's batches as
+// they are on disk, up to the snapshot's end offset. The open
+// transactions let the receiver rebuild the aborted index and the LSO of
+// a log whose older part it never gets.
+const (
+	snapHeaderSize = 16
+	maxSnapTxns    = 1 << 20
+)
 
 // SnapshotBody streams the log up to the snapshot's end offset.
 func (r *Replica) SnapshotBody(snap *raftpb.Snapshot) (io.ReadCloser, error) {
@@ -83,8 +90,17 @@ func (r *Replica) SnapshotBody(snap *raftpb.Snapshot) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
+	seed, err := l.transactionsAt(first)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot body: %w", err)
+	}
 	sr.buf = binary.BigEndian.AppendUint64(sr.buf, uint64(first))
 	sr.buf = binary.BigEndian.AppendUint64(sr.buf, uint64(start))
+	sr.buf = binary.BigEndian.AppendUint32(sr.buf, uint32(len(seed)))
+	for _, t := range seed {
+		sr.buf = binary.BigEndian.AppendUint64(sr.buf, uint64(t.ProducerID))
+		sr.buf = binary.BigEndian.AppendUint64(sr.buf, uint64(t.FirstOffset))
+	}
 	return sr, nil
 }
 
@@ -193,13 +209,20 @@ func stageLog(dir string, cfg Config, body io.Reader, cp *replicaCheckpoint) err
 		return fmt.Errorf("header: %w", err)
 	}
 	first, start := int64(binary.BigEndian.Uint64(hdr[:8])), int64(binary.BigEndian.Uint64(hdr[8:]))
+	seed, err := readSnapTxns(body)
+	if err != nil {
+		return err
+	}
 	l, err := Open(dir, cfg)
 	if err != nil {
 		return err
 	}
-	err = fillStagedLog(l, first, start, body)
+	err = fillStagedLog(l, first, start, seed, body)
 	if err == nil && l.EndOffset() != cp.Next {
 		err = fmt.Errorf("%w: snapshot body ends at %d, snapshot at %d", ErrCorruptLog, l.EndOffset(), cp.Next)
+	}
+	if got := l.OngoingTransactions(); err == nil && !slices.Equal(got, cp.Txns) {
+		err = fmt.Errorf("%w: snapshot body leaves transactions %v open, snapshot %v", ErrCorruptLog, got, cp.Txns)
 	}
 	if cerr := l.Close(); err == nil {
 		err = cerr
@@ -210,8 +233,32 @@ func stageLog(dir string, cfg Config, body io.Reader, cp *replicaCheckpoint) err
 	return writeReplicaCheckpoint(cfg.FS, dir, cp)
 }
 
-func fillStagedLog(l *Log, first, start int64, body io.Reader) error {
+// readSnapTxns reads the open transactions that follow the body header.
+func readSnapTxns(body io.Reader) ([]OngoingTxn, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(body, n[:]); err != nil {
+		return nil, fmt.Errorf("header: open transactions: %w", err)
+	}
+	count := binary.BigEndian.Uint32(n[:])
+	if count > maxSnapTxns {
+		return nil, fmt.Errorf("%w: snapshot header claims %d open transactions", ErrCorruptLog, count)
+	}
+	seed := make([]OngoingTxn, count)
+	var b [16]byte
+	for i := range seed {
+		if _, err := io.ReadFull(body, b[:]); err != nil {
+			return nil, fmt.Errorf("header: open transaction %d: %w", i, err)
+		}
+		seed[i] = OngoingTxn{ProducerID: int64(binary.BigEndian.Uint64(b[:8])), FirstOffset: int64(binary.BigEndian.Uint64(b[8:]))}
+	}
+	return seed, nil
+}
+
+func fillStagedLog(l *Log, first, start int64, seed []OngoingTxn, body io.Reader) error {
 	if err := l.Reset(first); err != nil {
+		return err
+	}
+	if err := l.SeedTransactions(seed); err != nil {
 		return err
 	}
 	for {

@@ -38,9 +38,7 @@ func (l *Log) AdvanceStart(offset int64) error {
 	if len(removed) > 0 {
 		l.dirDirty = true
 	}
-	if l.hw.load() < offset {
-		l.hw.set(offset)
-	}
+	l.setHW(max(l.hw.load(), offset)) // the LSO moves with the start too
 	if err != nil {
 		return l.fail(fmt.Errorf("advance start: %w", err))
 	}

@@ -14,6 +14,7 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
 	baseDigits      = 20
 )
 
@@ -34,8 +35,15 @@ type segment struct {
 	next     int64 // offset after the last batch
 	index    []indexEntry
 	times    []timeEntry
-	maxTS    int64 // largest batch MaxTimestamp, -1 when none
-	lastBase int64 // base offset of the last batch, -1 when empty
+	maxTS    int64        // largest batch MaxTimestamp, -1 when none
+	lastBase int64        // base offset of the last batch, -1 when empty
+	aborted  []AbortedTxn // aborted-transaction index, in marker order
+
+	// Transaction state (txnlog.go), the appender's. txnBase, the
+	// transactions open at base, is set when the segment starts.
+	txnBase []OngoingTxn
+	txnSeen bool // txnBase or a batch here changed transaction state
+	txnFile bool // a .txnindex file exists
 
 	// Appender-only state (Log.writeMu).
 	sinceIndex    int64     // bytes appended since the last index entry
@@ -69,7 +77,7 @@ func newSegment(base int64, path string, f File) *segment {
 // files of that name.
 func createSegment(fsys FS, dir string, base int64) (*segment, error) {
 	path := segmentPath(dir, base)
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := removeIfExists(fsys, path+suffix); err != nil {
 			return nil, fmt.Errorf("create segment %d: %w", base, err)
 		}
@@ -123,7 +131,7 @@ func (s *segment) writeIndexes(fsys FS) error {
 		return err
 	}
 	s.indexUnsynced = true
-	return nil
+	return s.writeTxnIndex(fsys)
 }
 
 // sync makes the segment's log bytes and index files durable.
@@ -160,7 +168,7 @@ func syncFile(fsys FS, name string) error {
 // remove deletes the segment's files. The .log goes last, so a crash
 // midway leaves a segment that recovery can still open.
 func (s *segment) remove(fsys FS) error {
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 		if err := removeIfExists(fsys, s.path+suffix); err != nil {
 			return fmt.Errorf("remove segment %d: %w", s.base, err)
 		}

@@ -33,18 +33,21 @@ func (l *Log) Truncate(offset int64) (int64, error) {
 	if err != nil {
 		return -1, err
 	}
+	txn, aborted, err := l.replayTxns(s, cut.size)
+	if err != nil {
+		return -1, err
+	}
 	if err := l.lowerRecoveryPoint(cut.next); err != nil {
 		return -1, err
 	}
 	l.crashPoint("truncate-checkpointed")
-	removed := l.unpublishAfter(i, s, cut)
+	removed := l.unpublishAfter(i, s, cut, aborted)
+	l.txn = txn
 	if err := l.finishTruncate(s, removed); err != nil {
 		return -1, err
 	}
 	l.end.set(cut.next)
-	if l.hw.load() > cut.next {
-		l.hw.set(cut.next)
-	}
+	l.setHW(min(l.hw.load(), cut.next))
 	return cut.next, nil
 }
 
@@ -101,7 +104,7 @@ func (l *Log) lowerRecoveryPoint(offset int64) error {
 
 // unpublishAfter makes segment i, cut to t, the active one, and returns the
 // segments after it.
-func (l *Log) unpublishAfter(i int, s *segment, t truncatedState) []*segment {
+func (l *Log) unpublishAfter(i int, s *segment, t truncatedState, aborted []AbortedTxn) []*segment {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	removed := slices.Clone(l.segs[i+1:])
@@ -109,6 +112,7 @@ func (l *Log) unpublishAfter(i int, s *segment, t truncatedState) []*segment {
 	s.size, s.next, s.lastBase, s.maxTS = t.size, t.next, t.lastBase, t.maxTS
 	s.index, s.times = t.index, t.times
 	s.sinceIndex = t.sinceIndex
+	s.aborted = aborted
 	l.start = min(l.start, t.next)
 	return removed
 }
@@ -184,7 +188,8 @@ func (l *Log) Reset(offset int64) error {
 		return l.fail(fmt.Errorf("reset: sync dir: %w", err))
 	}
 	l.dirDirty = false
+	l.txn = newTxnState(nil)
 	l.end.set(offset)
-	l.hw.set(offset)
+	l.setHW(offset)
 	return nil
 }

@@ -74,7 +74,7 @@ func (l *Log) SetHighWatermark(hw int64) error {
 	if end := l.active().next; hw > end {
 		return &OffsetOutOfRangeError{Offset: hw, Start: l.start, End: end}
 	}
-	l.hw.set(hw)
+	l.setHW(hw)
 	return nil
 }
 
@@ -96,18 +96,29 @@ func (l *Log) WatchEnd() (end int64, changed <-chan struct{}) {
 // WaitHighWatermark blocks until the high watermark is above offset and
 // returns it, or returns ctx's error, or ErrClosed.
 func (l *Log) WaitHighWatermark(ctx context.Context, offset int64) (int64, error) {
+	return l.hw.waitAbove(ctx, offset)
+}
+
+// WaitLastStableOffset is WaitHighWatermark for the last stable offset.
+func (l *Log) WaitLastStableOffset(ctx context.Context, offset int64) (int64, error) {
+	return l.lso.waitAbove(ctx, offset)
+}
+
+// waitAbove blocks until the value is above offset and returns it, or
+// returns ctx's error, or ErrClosed once shut.
+func (w *watched) waitAbove(ctx context.Context, offset int64) (int64, error) {
 	for {
-		hw, changed, ok := l.hw.watch()
+		v, changed, ok := w.watch()
 		if !ok {
-			return hw, ErrClosed
+			return v, ErrClosed
 		}
-		if hw > offset {
-			return hw, nil
+		if v > offset {
+			return v, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return l.hw.load(), ctx.Err()
+			return w.load(), ctx.Err()
 		}
 	}
 }
