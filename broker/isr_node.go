@@ -126,9 +126,9 @@ func (n *Node) proposeAlter(item coordinator.AlterPartitionItem) <-chan coordina
 
 // alterPartition proposes item; ok is false when the node closed first.
 func (n *Node) alterPartition(item coordinator.AlterPartitionItem) (res coordinator.ItemResult, ok bool) {
-	if item.LostData {
+	if item.LostData || item.LogEnd != nil {
 		if id, ok := n.brokerWithout(func(b *coordinator.Broker) bool { return b.ResignLostData }); ok {
-			return coordinator.ItemResult{Group: item.Group, Err: fmt.Errorf("%w: broker %d runs a version that would apply a resignation for lost data differently", kerr.UnsupportedVersion, id)}, true
+			return coordinator.ItemResult{Group: item.Group, Err: fmt.Errorf("%w: broker %d runs a version that would apply a resignation for lost data, or a log end report, differently", kerr.UnsupportedVersion, id)}, true
 		}
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, alterTimeout)
@@ -291,7 +291,7 @@ func (r *replica) isr() *isrReplication {
 func isrState(s *coordinator.State, ref coordinator.PartitionRef, self uint64) isr.State {
 	p := ref.Partition
 	return isr.State{Leader: p.Leader, LeaderEpoch: epochOf(p.LeaderTerm), PartitionEpoch: p.PartitionEpoch,
-		Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, Recovering: p.Recovering,
+		Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, Recovering: p.Recovering, LastKnownLeader: p.LastKnownLeader,
 		MinISR:      int(min(max(ref.Topic.ConfigInt("min.insync.replicas"), 1), math.MaxInt32)),
 		BrokerEpoch: brokerEpochIn(s, self)}
 }

@@ -124,6 +124,11 @@ type AlterPartitionItem struct {
 	// and another replica is elected, or none. ISR is ignored. Entries
 	// written before it replay as they were.
 	LostData bool `json:"lost_data,omitempty"`
+	// LogEnd is a replica's report of where its log ends, for an offline
+	// partition's unclean recovery (Partition.LogEnds): Leader names the
+	// reporter, not the leader, and ISR holds it alone with its broker
+	// epoch. Entries written before it replay as they were.
+	LogEnd *ReplicaLogEnd `json:"log_end,omitempty"`
 }
 
 // ISRMember names an ISR member with the broker epoch its leader knows

@@ -34,7 +34,9 @@
 // the ISR and is marked Recovering. A dead broker leaves every ISR, but
 // never empties one unless ELR is on, or its last member resigns because
 // its log lost durable records (AlterPartitionItem.LostData: it also
-// leaves the ELR and the last known leader, and is not elected back); a
+// leaves the ELR and the last known leader, and is not elected back; a
+// partition so left offline elects, once every replica has reported its
+// log end, the one ending at the newest epoch, furthest: isr_recover.go); a
 // broker registering with a new StartID (a restart) is fenced, leaves ISR
 // and ELR (keeping its ELR places in topics with flush.messages=1 when
 // it registers with KeepsFlushedELR), and is then unfenced. A broker about to stop proposes its ControlledShutdown

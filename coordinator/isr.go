@@ -81,7 +81,7 @@ func (s *State) forEachISR(fn func(t *Topic, p Partition) (Partition, bool)) {
 // message (a crash loses nothing such a replica counted).
 func (s *State) fenceISR(id uint64, lostData, keepFlushed bool) {
 	s.forEachISR(func(t *Topic, p Partition) (Partition, bool) {
-		if !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) && p.Leader != id {
+		if !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) && p.Leader != id && !reported(p, id) {
 			return p, false
 		}
 		c := isrChange{setISR: true, isr: without(p.ISR, id)}
@@ -136,8 +136,11 @@ func (s *State) alterPartitionItem(it AlterPartitionItem) ItemResult {
 		return ItemResult{Group: it.Group, Err: err}
 	}
 	p := *ref.Partition
-	if it.LostData {
+	switch {
+	case it.LostData:
 		return s.resignLostData(ref, p, it)
+	case it.LogEnd != nil:
+		return s.reportLogEnd(ref, p, it)
 	}
 	if err := s.checkAlter(p, it); err != nil {
 		return ItemResult{Group: it.Group, Err: err}
@@ -333,5 +336,5 @@ func (s *State) putPartition(t *Topic, n Partition) {
 
 // samePartition reports whether a and b agree on every ISR mode field.
 func samePartition(a, b Partition) bool {
-	return sameISRState(a, b) && a.LeaderTerm == b.LeaderTerm && a.PartitionEpoch == b.PartitionEpoch
+	return sameISRState(a, b) && a.LeaderTerm == b.LeaderTerm && a.PartitionEpoch == b.PartitionEpoch && slices.Equal(a.LogEnds, b.LogEnds)
 }

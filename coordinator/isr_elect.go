@@ -92,6 +92,7 @@ func (r isrRules) build(p Partition, c isrChange) Partition {
 	if c.lostData != 0 && n.LastKnownLeader == c.lostData {
 		n.LastKnownLeader = 0
 	}
+	n.LogEnds = r.keptLogEnds(n)
 	bumpEpochs(p, &n)
 	return n
 }

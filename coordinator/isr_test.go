@@ -555,3 +555,68 @@ func TestRegisterBroker_KeepsFlushedELR(t *testing.T) {
 		})
 	}
 }
+
+// An offline ISR partition (no leader, ISR, ELR or last known leader)
+// elects, once every replica has reported where its log ends, the one
+// ending at the newest epoch and then furthest, Recovering; a report
+// lapses when its broker restarts, and one for a partition that is not
+// offline changes nothing.
+func TestReportLogEnd_UncleanRecovery(t *testing.T) {
+	offlineCluster := func(t *testing.T) *Metadata {
+		m := isrCluster(t, 3, nil, []uint64{1, 2, 3})
+		alter(t, m, alterItem(m.View(), part(m, 0), 1))
+		it := alterItem(m.View(), part(m, 0))
+		it.LostData = true
+		alter(t, m, it)
+		wantPartition(t, part(m, 0), 0, nil, nil)
+		return m
+	}
+	report := func(m *Metadata, id uint64, epoch int32, end int64) ItemResult {
+		p, b := part(m, 0), m.View().Brokers[id]
+		return alter(t, m, AlterPartitionItem{Group: p.Group, Leader: id, PartitionEpoch: p.PartitionEpoch,
+			ISR: []ISRMember{{ID: id, BrokerEpoch: b.Epoch}}, LogEnd: &ReplicaLogEnd{Broker: id, LastEpoch: epoch, End: end}})[0]
+	}
+	t.Run("the longest log at the newest epoch leads", func(t *testing.T) {
+		m := offlineCluster(t)
+		report(m, 2, 1, 10)
+		report(m, 1, 1, 5)
+		if p := part(m, 0); p.Leader != 0 || len(p.LogEnds) != 2 {
+			t.Fatalf("elected before every replica reported: %+v", p)
+		}
+		report(m, 3, 1, 12)
+		p := part(m, 0)
+		wantPartition(t, p, 3, ids(3), nil)
+		if !p.Recovering || len(p.LogEnds) != 0 {
+			t.Fatalf("recovered leader %+v: want Recovering and no reports left", p)
+		}
+	})
+	t.Run("a newer epoch beats a longer log", func(t *testing.T) {
+		m := offlineCluster(t)
+		report(m, 1, 1, 50)
+		report(m, 2, 2, 10)
+		report(m, 3, 1, 40)
+		wantPartition(t, part(m, 0), 2, ids(2), nil)
+	})
+	t.Run("a restart drops the report", func(t *testing.T) {
+		m := offlineCluster(t)
+		report(m, 1, 1, 50)
+		report(m, 2, 1, 10)
+		register(t, m, 1, "start-3")
+		if p := part(m, 0); len(p.LogEnds) != 1 || p.LogEnds[0].Broker != 2 {
+			t.Fatalf("reports after broker 1 restarted: %+v", p.LogEnds)
+		}
+		report(m, 3, 1, 40)
+		wantPartition(t, part(m, 0), 0, nil, nil)
+		report(m, 1, 1, 20)
+		wantPartition(t, part(m, 0), 3, ids(3), nil)
+	})
+	t.Run("a partition that is not offline", func(t *testing.T) {
+		m := isrCluster(t, 3, nil, []uint64{1, 2, 3})
+		if res := report(m, 2, 1, 10); !errors.Is(res.Err, kerr.ElectionNotNeeded) {
+			t.Fatalf("report on a led partition: %v", res.Err)
+		}
+		if p := part(m, 0); len(p.LogEnds) != 0 {
+			t.Fatalf("report kept: %+v", p.LogEnds)
+		}
+	})
+}

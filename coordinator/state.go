@@ -67,8 +67,9 @@ type Broker struct {
 	// broker does.
 	SetMaintenance bool `json:"set_maintenance,omitempty"`
 	ElectUnclean   bool `json:"elect_unclean,omitempty"`
-	// ResignLostData says the binary applies AlterPartitionItem.LostData;
-	// a resignation is proposed only when every registered broker does.
+	// ResignLostData says the binary applies AlterPartitionItem.LostData
+	// and LogEnd; they are proposed only when every registered broker
+	// does.
 	ResignLostData bool `json:"resign_lost_data,omitempty"`
 	// KeepsFlushedELR: the registration of a restart keeps the broker in
 	// the ELR of topics with flush.messages=1. A crash loses only
@@ -128,6 +129,19 @@ type Partition struct {
 	// Recovering marks a leader chosen by an unclean election, until it
 	// reports itself recovered through AlterPartition.
 	Recovering bool `json:"recovering,omitempty"`
+	// LogEnds are the replicas' reports of their logs while the partition
+	// is offline, with no leader, ISR, ELR or last known leader (KIP-966's
+	// unclean recovery, recover.go): once every replica has reported, the
+	// one whose log ends at the newest epoch, furthest, leads.
+	LogEnds []ReplicaLogEnd `json:"log_ends,omitempty"`
+}
+
+// ReplicaLogEnd is where a replica's log ends: its last leader epoch and
+// its end offset.
+type ReplicaLogEnd struct {
+	Broker    uint64 `json:"broker"`
+	LastEpoch int32  `json:"last_epoch"`
+	End       int64  `json:"end"`
 }
 
 // HasReplica reports whether node hosts a replica of p.

@@ -131,7 +131,7 @@ func checkMove(p Partition) error {
 // leader is in the ISR unless it is recovering from an unclean election.
 func checkISRFields(t *Topic, p Partition) error {
 	if !t.IsISR() {
-		if len(p.ISR) > 0 || len(p.ELR) > 0 || p.LastKnownLeader != 0 || p.PartitionEpoch != 0 || p.Recovering {
+		if len(p.ISR) > 0 || len(p.ELR) > 0 || p.LastKnownLeader != 0 || p.PartitionEpoch != 0 || p.Recovering || len(p.LogEnds) > 0 {
 			return fmt.Errorf("raft-mode partition with ISR state %v/%v/%d/%d/%v", p.ISR, p.ELR, p.LastKnownLeader, p.PartitionEpoch, p.Recovering)
 		}
 		return nil
@@ -152,6 +152,14 @@ func checkISRFields(t *Topic, p Partition) error {
 	}
 	if p.Leader != 0 && !p.HasReplica(p.Leader) || p.LastKnownLeader != 0 && !p.HasReplica(p.LastKnownLeader) {
 		return fmt.Errorf("leader %d or last known leader %d not a replica of %v", p.Leader, p.LastKnownLeader, p.Replicas)
+	}
+	if len(p.LogEnds) > 0 && !offline(p) {
+		return fmt.Errorf("log end reports %v on a partition that is not offline", p.LogEnds)
+	}
+	for i, e := range p.LogEnds {
+		if !p.HasReplica(e.Broker) || slices.ContainsFunc(p.LogEnds[:i], func(o ReplicaLogEnd) bool { return o.Broker == e.Broker }) {
+			return fmt.Errorf("log end report of %d: not a replica of %v, or repeated", e.Broker, p.Replicas)
+		}
 	}
 	if p.PartitionEpoch < 0 || int64(p.PartitionEpoch) < int64(p.LeaderTerm) {
 		return fmt.Errorf("partition epoch %d below zero or the leader epoch %d", p.PartitionEpoch, p.LeaderTerm)

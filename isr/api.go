@@ -118,6 +118,8 @@ type State struct {
 	ISR            []uint64
 	ELR            []uint64
 	Recovering     bool
+	// LastKnownLeader is KIP-966's replica of last resort (0: none).
+	LastKnownLeader uint64
 	// MinISR is the topic's min.insync.replicas.
 	MinISR int
 	// BrokerEpoch is this node's broker epoch in the same metadata.

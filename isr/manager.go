@@ -251,6 +251,7 @@ func (m *Manager) timers() {
 			for _, p := range m.partitions() {
 				p.maybeShrink(now)
 				p.retryResign()
+				p.retryReportLogEnd()
 			}
 		case now := <-flush.C:
 			for _, p := range m.partitions() {

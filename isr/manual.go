@@ -74,6 +74,7 @@ func (m *Manager) runDueTimers(now time.Time) {
 		for _, p := range m.partitions() {
 			p.maybeShrink(now)
 			p.retryResign()
+			p.retryReportLogEnd()
 		}
 	}
 	if !now.Before(t.flush) {

@@ -103,7 +103,7 @@ func (c *manualCluster) publish() {
 	t, p := v.Topics["t"], c.part()
 	for _, id := range slices.Sorted(mapKeys(c.nodes)) {
 		c.nodes[id].p.Update(State{Leader: p.Leader, LeaderEpoch: int32(p.LeaderTerm), PartitionEpoch: p.PartitionEpoch,
-			Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, MinISR: int(t.ConfigInt("min.insync.replicas")), BrokerEpoch: v.Brokers[id].Epoch})
+			Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, LastKnownLeader: p.LastKnownLeader, Recovering: p.Recovering, MinISR: int(t.ConfigInt("min.insync.replicas")), BrokerEpoch: v.Brokers[id].Epoch})
 	}
 }
 
@@ -278,6 +278,11 @@ func TestManual_LeaderThatLostDataResigns(t *testing.T) {
 		t.Fatalf("ISR %v, want the leader %d alone", isr, leader)
 	}
 	clear(c.cut)
+	// Group 0 holds the others for dead, so that the partition stays
+	// offline once the damaged leader resigns.
+	for _, id := range others {
+		c.apply(&coordinator.Command{SetAlive: &coordinator.SetAlive{ID: id, Alive: false}})
+	}
 	damaged := false
 	c.restart(leader, "s-2", func(path string) {
 		if strings.HasSuffix(path, ".log") {
@@ -299,9 +304,22 @@ func TestManual_LeaderThatLostDataResigns(t *testing.T) {
 	if _, _, leads := c.nodes[leader].p.Leadership(); leads {
 		t.Fatal("the replica that lost data leads")
 	}
+	// Back, every replica reports its log end and the longest leads: the
+	// acknowledged records survive, on every replica.
 	for _, id := range others {
-		if end := c.nodes[id].p.Log().EndOffset(); end <= last.Last {
-			t.Fatalf("node %d truncated to %d: acknowledged records up to %d are gone", id, end, last.Last)
+		c.apply(&coordinator.Command{SetAlive: &coordinator.SetAlive{ID: id, Alive: true}})
+	}
+	c.publish()
+	for i := 0; i < 1000 && (c.part().Leader == 0 || len(c.part().ISR) < 3); i++ {
+		c.tick()
+	}
+	p := c.part()
+	if p.Leader == 0 || p.Leader == leader || len(p.ISR) != 3 {
+		t.Fatalf("after every replica reported: %+v, want another replica leading all three", p)
+	}
+	for id, n := range c.nodes {
+		if end := n.p.Log().EndOffset(); end <= last.Last {
+			t.Fatalf("node %d ends at %d: acknowledged records up to %d are gone", id, end, last.Last)
 		}
 	}
 }

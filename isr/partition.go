@@ -59,6 +59,11 @@ type Partition struct {
 	lostData  bool
 	resigning <-chan coordinator.ItemResult
 	resigned  int32
+	// reporting is the answer to the log end report in flight for an
+	// offline partition (recover.go), reportedAt the partition epoch
+	// group 0 took one at (-1: none).
+	reporting  <-chan coordinator.ItemResult
+	reportedAt int32
 
 	// Read without mu by waiters: leadingEpoch is the epoch this replica
 	// leads, -1 when it does not; enoughISR is the leader's AfterAppendOK.
@@ -81,7 +86,7 @@ func newPartition(m *Manager, cfg PartitionConfig) (*Partition, error) {
 		_ = l.Close()
 		return nil, err
 	}
-	p := &Partition{m: m, cfg: cfg, log: l, logger: logger, role: RoleNone, epoch: -1, lead: lead, changed: make(chan struct{}), lostData: l.LostData(), resigned: -1}
+	p := &Partition{m: m, cfg: cfg, log: l, logger: logger, role: RoleNone, epoch: -1, lead: lead, changed: make(chan struct{}), lostData: l.LostData(), resigned: -1, reportedAt: -1}
 	p.flush.policy = cfg.Flush
 	p.leadingEpoch.Store(-1)
 	// What recovery found may be a dead process's page cache: made
@@ -120,11 +125,18 @@ func (p *Partition) Update(s State) {
 		p.stopLeading()
 		p.setRole(RoleNone, s.LeaderEpoch, 0)
 		p.m.unfollow(p)
+		p.maybeReportLogEnd()
 	case p.role != RoleFollower || p.leaderID != s.Leader || p.epoch != s.LeaderEpoch:
 		p.stopLeading()
 		p.setRole(RoleFollower, s.LeaderEpoch, s.Leader)
 		p.m.follow(p, s.Leader)
 	}
+}
+
+// offline reports whether group 0 has nobody to elect cleanly: no
+// leader, ISR, ELR or last known leader.
+func (s State) offline() bool {
+	return s.Leader == 0 && len(s.ISR) == 0 && len(s.ELR) == 0 && s.LastKnownLeader == 0
 }
 
 // stale reports whether s is older than the state already taken.

@@ -141,7 +141,7 @@ func (s *Sim) publishISR() {
 		for i, p := range t.Partitions {
 			if i < len(n.isrParts) && n.isrParts[i] != nil {
 				n.isrParts[i].Update(isr.State{Leader: p.Leader, LeaderEpoch: int32(p.LeaderTerm), PartitionEpoch: p.PartitionEpoch,
-					Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, Recovering: p.Recovering,
+					Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, Recovering: p.Recovering, LastKnownLeader: p.LastKnownLeader,
 					MinISR: int(t.ConfigInt("min.insync.replicas")), BrokerEpoch: n.isrEpoch})
 			}
 		}
