@@ -80,6 +80,8 @@ func (n *Node) openTxnPartition(ref coordinator.PartitionRef) (*txnPartition, er
 // group for a transaction partition, from the allocator idempotent
 // producers use, so the two never hand out the same id.
 func (n *Node) allocateTxnProducerIDs(ctx context.Context) (txns.ProducerIDBlock, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	res, err := n.ctl.Propose(ctx, &coordinator.Command{AllocateProducerIDs: &coordinator.AllocateProducerIDs{Node: n.cfg.NodeID, Count: producerIDBlock}})
 	if err == nil {
 		err = res.Err
@@ -119,7 +121,9 @@ func (n *Node) driveTxnCoordinator(ctx context.Context, r *replica) {
 	case active && tp.ticking.CompareAndSwap(false, true):
 		n.goTracked(func() {
 			defer tp.ticking.Store(false)
-			tp.coord.Tick(ctx)
+			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			tp.coord.Tick(tctx)
 		})
 	}
 }
