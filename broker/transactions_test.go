@@ -207,6 +207,13 @@ func (x *txnClient) addPartitions(version int16, topic string, parts ...int32) [
 	return codes
 }
 
+func (x *txnClient) addOffsets(version int16, group string) int16 {
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.SetVersion(version)
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = x.id, x.pid, x.ep, group
+	return rawKafka(x.t, x.addr, req).(*kmsg.AddOffsetsToTxnResponse).ErrorCode
+}
+
 func (x *txnClient) endTxn(version int16, commit bool) int16 {
 	req := kmsg.NewPtrEndTxnRequest()
 	req.SetVersion(version)
@@ -334,6 +341,14 @@ func TestTxnCoord_CommitWritesMarkers(t *testing.T) {
 	d := x.describe()
 	if d.State != "Ongoing" || len(d.Topics) != 1 || !slices.Equal(d.Topics[0].Partitions, []int32{0, 1, 2}) {
 		t.Fatalf("described %s %+v, want Ongoing with txc 0,1,2", d.State, d.Topics)
+	}
+	// The group's offsets (none: TxnOffsetCommit is not served) do not
+	// hold the commit back.
+	if code := x.addOffsets(3, "txc-group"); code != 0 {
+		t.Fatalf("add offsets: %v", kerr.ErrorForCode(code))
+	}
+	if code := x.addOffsets(0, ""); code != kerr.InvalidRequest.Code {
+		t.Errorf("add offsets without a group: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
 	}
 	sink.accept.Store(false)
 	if code := x.endTxn(4, true); code != 0 {

@@ -56,7 +56,7 @@ func (n *Node) brokerClient(addr string) (*kgo.Client, error) {
 		return cl, nil
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("raftq-broker-%d", n.cfg.NodeID)),
-		kgo.DialTimeout(3*time.Second), kgo.RequestRetries(0), kgo.WithLogger(nil))
+		kgo.DialTimeout(3*time.Second), kgo.RequestRetries(0))
 	if err != nil {
 		return nil, fmt.Errorf("broker client of %s: %w", addr, err)
 	}
