@@ -123,9 +123,17 @@ func partName(topic string, p int32) string { return fmt.Sprintf("%s-%d", topic,
 func txnCluster(t *testing.T, n int, sink *markerSink, mod func(*Config)) *testCluster {
 	t.Helper()
 	addr := sink.srv.Addr().String()
+	return txnClusterRouted(t, n, func(uint64) string { return addr }, mod)
+}
+
+// txnClusterRouted is a cluster of n nodes whose transaction
+// coordinators send the markers for the partitions broker b leads to
+// route(b).
+func txnClusterRouted(t *testing.T, n int, route func(broker uint64) string, mod func(*Config)) *testCluster {
+	t.Helper()
 	return newTestCluster(t, n, func(cfg *Config) {
 		cfg.TransactionPartitions = 3
-		cfg.txnMarkerAddr = func(uint64) string { return addr }
+		cfg.txnMarkerAddr = route
 		if mod != nil {
 			mod(cfg)
 		}
@@ -372,6 +380,47 @@ func TestTxnCoord_CommitWritesMarkers(t *testing.T) {
 	}
 	if code := x.endTxn(4, false); code != kerr.InvalidTxnState.Code {
 		t.Errorf("abort after the commit: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+}
+
+// TestTxnCoord_MarkersGoToLeaders: each partition's marker goes to its
+// leader, in one request per leader.
+func TestTxnCoord_MarkersGoToLeaders(t *testing.T) {
+	sinks := map[uint64]*markerSink{1: newMarkerSink(t), 2: newMarkerSink(t), 3: newMarkerSink(t)}
+	c := txnClusterRouted(t, 3, func(b uint64) string {
+		if s := sinks[b]; s != nil {
+			return s.srv.Addr().String()
+		}
+		return ""
+	}, nil)
+	createTopic(t, c.client(), "txm", 6, 1)
+	led := map[uint64][]string{}
+	for p := int32(0); p < 6; p++ {
+		l := leaderOfPartition(t, c, "txm", p)
+		led[l] = append(led[l], partName("txm", p))
+	}
+	if len(led) < 2 {
+		t.Fatalf("leaders %v: want partitions led by two nodes at least", led)
+	}
+	coord := txnCoordinatorNode(t, c, 1, "tx-route")
+	x := &txnClient{t: t, addr: c.cfgs[coord].KafkaAddr, id: "tx-route"}
+	x.initUntilDone(60000)
+	wantCodes(t, "add partitions", x.addPartitions(3, "txm", 0, 1, 2, 3, 4, 5), 0, 0, 0, 0, 0, 0)
+	if code := x.endTxn(4, false); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	x.waitState("CompleteAbort")
+	for b, s := range sinks {
+		ms := s.writtenFor(x.pid)
+		if len(led[b]) == 0 {
+			if len(ms) != 0 {
+				t.Errorf("node %d leads nothing and got markers %+v", b, ms)
+			}
+			continue
+		}
+		if len(ms) != 1 || ms[0].Committed || !slices.Equal(markerPartitions(ms[0]), led[b]) {
+			t.Errorf("node %d got markers %+v, want one abort for %v", b, ms, led[b])
+		}
 	}
 }
 
@@ -622,6 +671,29 @@ func TestTxnCoord_ListAndExpire(t *testing.T) {
 	}
 	if _, ids := list("Empty"); len(ids) != 0 {
 		t.Errorf("list Empty: %v, want none", ids)
+	}
+	listV2 := func(pattern string, minMs int64) (int16, int) {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.SetVersion(2)
+		req.TransactionalIDPattern, req.DurationFilterMillis = &pattern, minMs
+		resp := rawKafka(t, x.addr, req).(*kmsg.ListTransactionsResponse)
+		return resp.ErrorCode, len(resp.TransactionStates)
+	}
+	for _, tc := range []struct {
+		pattern   string
+		minMs     int64
+		wantCode  int16
+		wantCount int
+	}{
+		{"^tx-l", -1, 0, 1},
+		{"^zz", -1, 0, 0},
+		{"(", -1, kerr.InvalidRegularExpression.Code, 0},
+		{"", 0, 0, 1},
+		{"", time.Hour.Milliseconds(), 0, 0},
+	} {
+		if code, n := listV2(tc.pattern, tc.minMs); code != tc.wantCode || n != tc.wantCount {
+			t.Errorf("list v2 pattern %q duration %d: %v, %d listed, want %v, %d", tc.pattern, tc.minMs, kerr.ErrorForCode(code), n, kerr.ErrorForCode(tc.wantCode), tc.wantCount)
+		}
 	}
 	if code := x.endTxn(4, true); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
