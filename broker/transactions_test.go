@@ -655,6 +655,12 @@ func TestTxnCoord_ListAndExpire(t *testing.T) {
 	x := &txnClient{t: t, addr: c.cfgs[coord].KafkaAddr, id: "tx-list"}
 	x.initUntilDone(60000)
 	wantCodes(t, "add partitions", x.addPartitions(3, "txl", 0), 0)
+	// Every transaction partition the node leads must have loaded: as
+	// Kafka, ListTransactions answers COORDINATOR_LOAD_IN_PROGRESS until.
+	eventually(t, "every local transaction coordinator loaded", func() bool {
+		_, loading := c.nodes[coord].localTxnCoordinators()
+		return !loading
+	})
 	list := func(states ...string) (*kmsg.ListTransactionsResponse, []string) {
 		req := kmsg.NewPtrListTransactionsRequest()
 		req.StateFilters = states
