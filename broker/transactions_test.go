@@ -567,6 +567,33 @@ func TestTxnCoord_Failover(t *testing.T) {
 	}
 }
 
+// TestTxnCoord_Restart: a node's transaction state is its raft log's, so
+// an open transaction survives a restart and is then committed.
+func TestTxnCoord_Restart(t *testing.T) {
+	sink := newMarkerSink(t)
+	c := txnCluster(t, 1, sink, nil)
+	createTopic(t, c.client(), "txr", 1, 1)
+	coord := txnCoordinatorNode(t, c, 1, "tx-restart")
+	x := &txnClient{t: t, addr: c.cfgs[coord].KafkaAddr, id: "tx-restart"}
+	x.initUntilDone(60000)
+	wantCodes(t, "add partitions", x.addPartitions(3, "txr", 0), 0)
+	c.stop(1)
+	c.start(1)
+	txnCoordinatorNode(t, c, 1, "tx-restart")
+	d := x.describe()
+	if d.ErrorCode != 0 || d.State != "Ongoing" || d.ProducerID != x.pid || d.ProducerEpoch != x.ep || len(d.Topics) != 1 {
+		t.Fatalf("after the restart: %v %s %d/%d %+v, want Ongoing at %d/%d with txr-0", kerr.ErrorForCode(d.ErrorCode), d.State,
+			d.ProducerID, d.ProducerEpoch, d.Topics, x.pid, x.ep)
+	}
+	if code := x.endTxn(4, true); code != 0 {
+		t.Fatalf("commit after the restart: %v", kerr.ErrorForCode(code))
+	}
+	x.waitState("CompleteCommit")
+	if ms := sink.writtenFor(x.pid); len(ms) != 1 || !ms[0].Committed {
+		t.Fatalf("markers %+v, want one commit", ms)
+	}
+}
+
 // TestTxnCoord_VerifyTxn: KIP-890's verification answers NONE for a
 // partition in the transaction and an error for one that is not, asked
 // of the coordinator's own node and of another over AddPartitionsToTxn
