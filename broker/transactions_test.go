@@ -632,6 +632,18 @@ func TestTxnCoord_VerifyTxn(t *testing.T) {
 	if d := x.describe(); len(d.Topics) != 1 || !slices.Equal(d.Topics[0].Partitions, []int32{0}) {
 		t.Errorf("verification changed the transaction: %+v", d.Topics)
 	}
+	// Another node sends the client to the coordinator.
+	y := &txnClient{t: t, addr: c.cfgs[other].KafkaAddr, id: x.id, pid: x.pid, ep: x.ep}
+	if code := y.initProducer(60000); code != kerr.NotCoordinator.Code {
+		t.Errorf("init producer id at node %d: %v, want NOT_COORDINATOR", other, kerr.ErrorForCode(code))
+	}
+	wantCodes(t, "add partitions elsewhere", y.addPartitions(3, "txv", 1), kerr.NotCoordinator.Code)
+	if code := y.endTxn(4, true); code != kerr.NotCoordinator.Code {
+		t.Errorf("end txn at node %d: %v, want NOT_COORDINATOR", other, kerr.ErrorForCode(code))
+	}
+	if d := y.describe(); d.ErrorCode != kerr.NotCoordinator.Code {
+		t.Errorf("describe at node %d: %v, want NOT_COORDINATOR", other, kerr.ErrorForCode(d.ErrorCode))
+	}
 	// The batched broker form, with a transaction another node
 	// coordinates answered NOT_COORDINATOR.
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
