@@ -130,6 +130,24 @@ type Config struct {
 	GroupInitialRebalanceDelay time.Duration
 	GroupMaxMetadataBytes      int
 
+	// TransactionPartitions is the partition count of __transaction_state
+	// (Kafka's transaction.state.log.num.partitions, 50 there; as many as
+	// __consumer_offsets here), created on the first transactional
+	// request with replication factor min(3, cluster size). Each
+	// partition is a raft group whose leader coordinates the
+	// transactional ids that hash to it.
+	TransactionPartitions int32
+	// TransactionMaxTimeout is transaction.max.timeout.ms: a producer's
+	// longer transaction.timeout.ms gets INVALID_TRANSACTION_TIMEOUT.
+	TransactionMaxTimeout time.Duration
+	// TransactionalIDExpiration is transactional.id.expiration.ms: how
+	// long an idle transactional id with no open transaction is kept.
+	TransactionalIDExpiration time.Duration
+	// txnMarkerAddr, set by tests only, names the Kafka address that
+	// WriteTxnMarkers for the partitions a broker leads go to, instead of
+	// its listener (txn_markers.go).
+	txnMarkerAddr func(broker uint64) string
+
 	// UnsafeAckBeforeCommit answers acks=all produce requests as soon as the
 	// leader has appended the batch to its own WAL, before raft commits it.
 	// It exists only to prove that jepsen/ catches the lost writes it
@@ -200,6 +218,10 @@ func DefaultConfig() Config {
 		GroupMaxSessionTimeout:     30 * time.Minute,
 		GroupInitialRebalanceDelay: 3 * time.Second,
 		GroupMaxMetadataBytes:      1 << 20,
+
+		TransactionPartitions:     5,
+		TransactionMaxTimeout:     15 * time.Minute,
+		TransactionalIDExpiration: 7 * 24 * time.Hour,
 	}
 }
 
@@ -230,6 +252,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: log cleaner I/O bound %g bytes/s is negative", c.LogCleanerIOBytesPerSec)
 	}
 	if err := c.validateGroups(); err != nil {
+		return err
+	}
+	if err := c.validateTxns(); err != nil { // txn_coordinator.go
 		return err
 	}
 	if err := c.validateMembership(); err != nil { // join.go

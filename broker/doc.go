@@ -35,10 +35,37 @@
 // (replication_fake_test.go) test produce, fetch and ListOffsets on their
 // own.
 //
-// A replica is of one of two kinds (replica.go): a data partition, or a
+// A replica is of one of three kinds (replica.go): a data partition, a
 // __consumer_offsets partition, whose raft group applies to the consumer
-// groups' machine and which has no record log; the data APIs answer for
-// it as for an empty partition.
+// groups' machine, or a __transaction_state partition, whose raft group
+// applies to the transaction coordinator's machine (coordinator/txns);
+// the last two have no record log, and the data APIs answer for them as
+// for an empty partition.
+//
+// # Transaction coordinator
+//
+// txn_*.go host coordinator/txns as group_coordinator.go hosts
+// coordinator/groups: __transaction_state (Config.TransactionPartitions,
+// replication.mode=raft whatever the cluster default) is created on the
+// first transactional request (requestInternalTopic); the groups loop
+// activates a partition's txns.Coordinator with a Barrier when this node
+// leads its raft group, ticks it every 100 ms (timeouts, id expiry,
+// producer id grants, marker retries) and deactivates it on loss. Until
+// the Barrier of the current term is applied the APIs answer
+// COORDINATOR_LOAD_IN_PROGRESS; on another node NOT_COORDINATOR.
+// FindCoordinator (key type 1), InitProducerId with a transactional id,
+// AddPartitionsToTxn v0-v5, AddOffsetsToTxn, EndTxn v0-v4 (v5 is KIP-890
+// part 2, not modelled), DescribeTransactions and ListTransactions are
+// answered there, each code through txns.ClientCode. Markers
+// (txn_markers.go): the coordinator's WriteMarkers sends WriteTxnMarkers
+// to each partition leader's Kafka listener, one request per leader,
+// over a kgo client per broker address (txn_client.go, which negotiates
+// versions); what is not acknowledged is retried at the next Tick and,
+// after a failover, by the next leader. Groups count as told at once:
+// TxnOffsetCommit is not served, so no group holds pending offsets.
+// verifyTxn (txn_verify.go) is KIP-890's produce-time check: a verify-only
+// AddPartitions through the local coordinator's log, or
+// AddPartitionsToTxn v4+ verify-only to the coordinator's node.
 //
 // Fetch reads up to the local replica's high watermark (in raft mode its
 // applied log end); followers serve reads too. Long polls wait on the
@@ -147,7 +174,8 @@
 // the node's reconcile (reconcile.go) and sees its replicas as
 // coordinator.LocalReplica (loops.go). Close stops the controller first,
 // then the node's own goroutines, which Close waits for (goTracked): the
-// retention, groups and peers loops, a coordinator's activation and ticks, and,
+// retention, groups and peers loops, a coordinator's activation and ticks
+// (group and transaction coordinators alike), and,
 // retention, groups, cleaner and maintenance loops (the last hands over
 // leaderships on its own goroutine, its transfers as a drain's), a
 // coordinator's activation and ticks, and,

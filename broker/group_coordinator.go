@@ -66,15 +66,18 @@ func (n *Node) openOffsetsPartition(ref coordinator.PartitionRef) (*offsetsParti
 	return op, nil
 }
 
-// groupsLoop runs each local offsets partition's coordinator: activated
-// when this node leads the partition, ticked while active, deactivated
-// when leadership is lost.
+// groupsLoop runs each local offsets and transaction partition's
+// coordinator: activated when this node leads the partition, ticked
+// while active, deactivated when leadership is lost.
 func (n *Node) groupsLoop(ctx context.Context) {
 	defer n.deactivateCoordinators()
 	periodic.Every(ctx, 100*time.Millisecond, func() {
 		for _, r := range n.replicaList() {
 			if r.offsets != nil {
 				n.driveCoordinator(ctx, r)
+			}
+			if r.txns != nil {
+				n.driveTxnCoordinator(ctx, r) // txn_coordinator.go
 			}
 		}
 	})
@@ -85,18 +88,28 @@ func (n *Node) deactivateCoordinators() {
 		if r.offsets != nil {
 			r.offsets.coord.Deactivate()
 		}
+		if r.txns != nil {
+			r.txns.coord.Deactivate()
+		}
 	}
+	n.closeBrokerClients() // txn_client.go
 }
 
 // requestOffsetsTopic creates __consumer_offsets on first use, as Kafka
 // does (the request that needed it gets COORDINATOR_NOT_AVAILABLE and
-// the client retries). Its replication factor is min(3, cluster size),
-// and it waits until that many brokers are alive. Any node may ask: the
-// proposal is forwarded to the metadata leader, and a second creation
-// fails harmlessly with TOPIC_ALREADY_EXISTS.
+// the client retries).
 func (n *Node) requestOffsetsTopic() {
+	n.requestInternalTopic(groups.OffsetsTopic, n.cfg.OffsetsPartitions, nil)
+}
+
+// requestInternalTopic creates an internal topic of coordinator state.
+// Its replication factor is min(3, cluster size), and it waits until
+// that many brokers are alive. Any node may ask: the proposal is
+// forwarded to the metadata leader, and a second creation fails
+// harmlessly with TOPIC_ALREADY_EXISTS.
+func (n *Node) requestInternalTopic(name string, partitions int32, configs map[string]string) {
 	st := n.meta.View()
-	if _, ok := st.Topics[groups.OffsetsTopic]; ok {
+	if _, ok := st.Topics[name]; ok {
 		return
 	}
 	alive := 0
@@ -109,14 +122,14 @@ func (n *Node) requestOffsetsTopic() {
 	if alive < rf {
 		return
 	}
-	cmd := &coordinator.CreateTopic{Name: groups.OffsetsTopic, ID: newTopicID(), Partitions: n.cfg.OffsetsPartitions,
+	cmd := &coordinator.CreateTopic{Name: name, ID: newTopicID(), Partitions: partitions, Configs: configs,
 		ReplicationFactor: int16(rf), Internal: true, AllowISR: true, ConfigVersion: coordinator.CurrentConfigVersion}
 	go func() {
 		ctx, cancel := context.WithTimeout(n.ctx, 3*time.Second)
 		defer cancel()
 		res, err := n.ctl.Propose(ctx, &coordinator.Command{CreateTopic: cmd})
 		if err == nil && res.Err == nil {
-			n.log.Info("created the consumer offsets topic", "partitions", cmd.Partitions, "replication_factor", rf)
+			n.log.Info("created an internal topic", "topic", name, "partitions", cmd.Partitions, "replication_factor", rf)
 		}
 	}()
 }

@@ -5,11 +5,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator/groups"
+	"github.com/raftq/raftq/coordinator/txns"
 	"github.com/raftq/raftq/transport/kafka"
 )
 
-// serveFindCoordinator names the coordinator of each group: the leader of
-// the __consumer_offsets partition the group hashes to (Kafka's hash, so
+// serveFindCoordinator names the coordinator of each group (key type 0)
+// or transactional id (key type 1): the leader of the __consumer_offsets
+// or __transaction_state partition the key hashes to (Kafka's hash, so
 // tools that compute it agree). This node's own raft status wins over the
 // metadata's leadership hint, which may trail an election.
 func (n *Node) serveFindCoordinator(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
@@ -33,26 +35,30 @@ func (n *Node) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorRes
 		out.ErrorCode, out.ErrorMessage = e.Code, &msg
 		return out
 	}
+	var topic, what string
+	var create func()
+	partitionFor := groups.PartitionFor
 	switch keyType {
 	case 0:
+		topic, what, create = groups.OffsetsTopic, "group's offsets", n.requestOffsetsTopic
 	case 1:
-		// Until transactions exist: an error that franz-go, librdkafka
-		// and the Java client treat as fatal for a transactional
-		// coordinator lookup, so a transactional producer fails at once
-		// instead of retrying until its timeout.
-		return fail(kerr.TransactionalIDAuthorizationFailed, errNoTransactions)
+		if key == "" {
+			return fail(kerr.InvalidRequest, "empty transactional id")
+		}
+		topic, what, create = txns.TransactionTopic, "transactional id's transaction state", n.requestTxnTopic
+		partitionFor = txns.PartitionFor
 	default:
-		return fail(kerr.InvalidRequest, "raftq coordinates consumer groups only (key type 0)")
+		return fail(kerr.InvalidRequest, "raftq coordinates consumer groups (key type 0) and transactions (key type 1) only")
 	}
 	st := n.meta.View()
-	t, ok := st.Topics[groups.OffsetsTopic]
+	t, ok := st.Topics[topic]
 	if !ok || len(t.Partitions) == 0 {
-		n.requestOffsetsTopic()
-		return fail(kerr.CoordinatorNotAvailable, "the consumer offsets topic is being created")
+		create()
+		return fail(kerr.CoordinatorNotAvailable, "the "+topic+" topic is being created")
 	}
-	idx := groups.PartitionFor(key, int32(len(t.Partitions)))
+	idx := partitionFor(key, int32(len(t.Partitions)))
 	leader := uint64(0)
-	if r := n.replicaFor(groups.OffsetsTopic, idx); r != nil {
+	if r := n.replicaFor(topic, idx); r != nil {
 		leader = r.lead.Leadership().Leader
 	}
 	if leader == 0 {
@@ -60,7 +66,7 @@ func (n *Node) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorRes
 	}
 	b := st.Brokers[leader]
 	if b == nil || !b.Alive {
-		return fail(kerr.CoordinatorNotAvailable, "the group's offsets partition has no live leader")
+		return fail(kerr.CoordinatorNotAvailable, "the "+what+" partition has no live leader")
 	}
 	out.NodeID = int32(leader)
 	out.Host, out.Port = splitHostPort(b.KafkaAddr)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator/groups"
+	"github.com/raftq/raftq/coordinator/txns"
 )
 
 func groupCluster(t *testing.T) *testCluster {
@@ -136,9 +137,9 @@ func TestNode_FindCoordinatorFollowsOffsetsLeader(t *testing.T) {
 	if resp := rawKafka(t, c.cfgs[2].KafkaAddr, req).(*kmsg.FindCoordinatorResponse); resp.ErrorCode != 0 || uint64(resp.NodeID) != coord {
 		t.Fatalf("v0: code %d node %d, want node %d", resp.ErrorCode, resp.NodeID, coord)
 	}
-	txn := kmsg.NewPtrFindCoordinatorRequest()
-	txn.CoordinatorType, txn.CoordinatorKeys = 1, []string{"tx"}
-	if co := rawRequest(t, c, 2, txn).(*kmsg.FindCoordinatorResponse).Coordinators[0]; co.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
-		t.Fatalf("txn key: code %d, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED (no transactions yet)", co.ErrorCode)
+	// A transaction key names the leader of its __transaction_state
+	// partition (transactions_test.go tests it further).
+	if txc := txnCoordinatorNode(t, c, 2, "tx"); c.nodes[txc].replicaFor(txns.TransactionTopic, txns.PartitionFor("tx", c.cfgs[1].TransactionPartitions)) == nil {
+		t.Fatalf("txn key: coordinator %d hosts no replica of the id's transaction partition", txc)
 	}
 }

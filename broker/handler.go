@@ -36,6 +36,7 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.ListPartitionReassignments.Int16(), 0, n.serveListPartitionReassignments)
 	route(kmsg.ElectLeaders.Int16(), 2, n.serveElectLeaders)
 	n.routeGroups(route)
+	n.routeTxns(route) // txn_coordinator.go
 	n.apis = m.APIs()
 	return m
 }

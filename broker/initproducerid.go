@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator"
@@ -23,19 +22,15 @@ type producerIDs struct {
 	next, stop int64
 }
 
-// errNoTransactions is the message a transactional client gets.
-const errNoTransactions = "raftq does not support transactions yet"
-
-// serveInitProducerID gives an idempotent producer a new id at epoch 0.
-// Transactions are not supported: a transactional id is refused with the
-// error FindCoordinator gives it (the response has no message field).
+// serveInitProducerID gives an idempotent producer a new id at epoch 0;
+// a transactional id is answered by its transaction coordinator
+// (txn_initproducerid.go).
 func (n *Node) serveInitProducerID(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if r.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return kafka.Ready(resp)
+		return n.serveTxnInitProducerID(c, r, resp)
 	}
 	f := kafka.NewFuture()
 	go func() {

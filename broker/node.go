@@ -49,6 +49,8 @@ type Node struct {
 	pids producerIDs
 	isr  isrSide // the ISR mode's manager, made at first need (isr_node.go)
 
+	brokerCl brokerClients // Kafka clients of other brokers (txn_client.go)
+
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

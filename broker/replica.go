@@ -13,15 +13,18 @@ import (
 
 	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/coordinator/groups"
+	"github.com/raftq/raftq/coordinator/txns"
 	"github.com/raftq/raftq/partition"
 )
 
-// replica is this node's replica of one partition. It is of one of two
-// kinds, and exactly one of data and offsets is set:
+// replica is this node's replica of one partition. It is of one of three
+// kinds, and exactly one of data, offsets and txns is set:
 //   - a data partition: a partition log that the Kafka produce, fetch and
 //     offset APIs serve through its replication;
 //   - a __consumer_offsets partition: the consumer groups' state machine
-//     and coordinator (group_coordinator.go), and no record log.
+//     and coordinator (group_coordinator.go), and no record log;
+//   - a __transaction_state partition: the transaction coordinator's
+//     state machine and coordinator (txn_coordinator.go), no record log.
 type replica struct {
 	topic   string
 	topicID [16]byte
@@ -32,6 +35,7 @@ type replica struct {
 
 	data    *dataPartition
 	offsets *offsetsPartition
+	txns    *txnPartition
 }
 
 // dataPartition is the produce side of a data partition replica.
@@ -73,12 +77,18 @@ func (n *Node) openReplica(ref coordinator.PartitionRef) (*replica, error) {
 		return nil, err
 	}
 	var err error
-	if t.Name == groups.OffsetsTopic {
+	switch t.Name {
+	case groups.OffsetsTopic:
 		r.offsets, err = n.openOffsetsPartition(ref)
 		if err == nil {
 			r.lead = r.offsets.group
 		}
-	} else {
+	case txns.TransactionTopic:
+		r.txns, err = n.openTxnPartition(ref)
+		if err == nil {
+			r.lead = r.txns.group
+		}
+	default:
 		r.data, err = n.openDataPartition(ref, r.dir)
 		if err == nil {
 			r.lead = r.data.repl

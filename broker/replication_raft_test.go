@@ -11,6 +11,9 @@ func raftOf(r *replica) *raftgroup.Group {
 	if r.offsets != nil {
 		return r.offsets.group.g
 	}
+	if r.txns != nil {
+		return r.txns.group.g
+	}
 	return r.data.repl.(*raftReplication).g
 }
 

@@ -76,6 +76,7 @@ var flagOfBrokerConfig = map[string]string{
 	"log.retention.check.interval.ms": "--retention-check-interval",
 	"log.cleaner.backoff.ms":          "--log-cleaner-backoff", "log.cleaner.io.max.bytes.per.second": "--log-cleaner-io-bytes-per-sec",
 	"auto.leader.rebalance.enable": "--leader-balance-interval", "leader.imbalance.check.interval.seconds": "--leader-balance-interval",
+	"transaction.state.log.num.partitions": "--transaction-partitions", "transaction.max.timeout.ms": "--transaction-max-timeout", "transactional.id.expiration.ms": "--transactional-id-expiration",
 	"offsets.topic.num.partitions": "--offsets-partitions", "offsets.retention.minutes": "--offsets-retention",
 	"group.min.session.timeout.ms": "--group-min-session-timeout", "group.max.session.timeout.ms": "--group-max-session-timeout",
 	"group.initial.rebalance.delay.ms": "--group-initial-rebalance-delay",
