@@ -35,6 +35,7 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.AlterPartitionAssignments.Int16(), 1, n.serveAlterPartitionReassignments)
 	route(kmsg.ListPartitionReassignments.Int16(), 0, n.serveListPartitionReassignments)
 	route(kmsg.ElectLeaders.Int16(), 2, n.serveElectLeaders)
+	route(kmsg.WriteTxnMarkers.Int16(), 1, n.serveWriteTxnMarkers)
 	n.routeGroups(route)
 	n.apis = m.APIs()
 	return m
