@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"reflect"
 	"time"
 
@@ -179,13 +180,17 @@ func abortedIn(l *partition.Log, from int64, b []byte) []kmsg.FetchResponseTopic
 // b holds none.
 func batchesEnd(b []byte) int64 {
 	end := int64(-1)
-	for len(b) > 0 {
-		info, err := partition.ParseBatchHeader(b)
-		if err != nil || info.Size <= 0 || info.Size > len(b) {
+	for len(b) >= 12 {
+		size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:12]))) // offset, length, then the batch
+		if size <= 12 || size > int64(len(b)) {
+			break
+		}
+		info, err := partition.ParseBatchHeader(b[:size])
+		if err != nil {
 			break
 		}
 		end = info.BaseOffset + int64(info.LastOffsetDelta) + 1
-		b = b[info.Size:]
+		b = b[size:]
 	}
 	return end
 }
