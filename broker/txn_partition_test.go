@@ -238,7 +238,7 @@ func testTxnPartition(t *testing.T, c *testCluster, topic string) {
 	if got, want := listLatest(t, addr, topic, 0), int64(2); got != want {
 		t.Errorf("ListOffsets READ_UNCOMMITTED latest %d, want the high watermark %d", got, want)
 	}
-	// checkDescribeProducers(t, addr, topic, pid, epoch, 0)
+	checkDescribeProducers(t, addr, topic, pid, epoch, 0)
 
 	// Markers go to the leader only; an older epoch is fenced.
 	if code := writeMarker(t, c.cfgs[follower].KafkaAddr, topic, pid, epoch, true); code != kerr.NotLeaderForPartition.Code {
