@@ -16,7 +16,8 @@ import (
 // serveFetch reads every requested partition from its local replica, up
 // to that replica's high watermark (its applied end: followers serve
 // reads too), or for read_committed up to its last stable offset with the
-// aborted transactions of the range, and long-polls until MinBytes are there or MaxWait passes.
+// aborted transactions of the range, and long-polls until MinBytes are
+// there or MaxWait passes.
 // Fetch sessions are declined (session id 0), so clients send full
 // requests; Kafka allows a broker to do that.
 func (n *Node) serveFetch(c *kafka.Conn, req *kafka.Request) kafka.Pending {

@@ -115,7 +115,11 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 	var guard uint64
 	if info.Transactional() {
 		var code int16
-		if guard, code = n.verifyTxn(ctx, rep.data, *r.TransactionID, name, rp.Partition, info); code != 0 {
+		txnID := "" // never nil here: produce refused such a request
+		if r.TransactionID != nil {
+			txnID = *r.TransactionID
+		}
+		if guard, code = n.verifyTxn(ctx, rep.data, txnID, name, rp.Partition, info); code != 0 {
 			sp.BaseOffset, sp.LogStartOffset, sp.ErrorCode = -1, -1, code
 			return nil
 		}
