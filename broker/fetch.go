@@ -121,8 +121,13 @@ func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.Fetch
 	caughtUp := st.IsLeader && repl.CaughtUp(st.Epoch)
 	l := repl.Log()
 	// The LSO is read first: it never passes the high watermark, so the
-	// pair stays ordered however the two move between the reads.
-	lso, lsoChanged := l.WatchLastStableOffset()
+	// pair stays ordered however the two move between the reads. Only
+	// read_committed watches it (a watch makes a channel for the next
+	// change to close).
+	lso, lsoChanged := l.LastStableOffset(), (<-chan struct{})(nil)
+	if readCommitted(r) {
+		lso, lsoChanged = l.WatchLastStableOffset()
+	}
 	hw, changed := l.WatchHighWatermark()
 	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, l.StartOffset()
 	if code := offsetCheck(caughtUp, rp.FetchOffset, l.StartOffset(), hw); code != 0 {
