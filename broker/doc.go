@@ -63,16 +63,54 @@
 // versions); what is not acknowledged is retried at the next Tick and,
 // after a failover, by the next leader. Groups count as told at once:
 // TxnOffsetCommit is not served, so no group holds pending offsets.
-// verifyTxn (txn_verify.go) is KIP-890's produce-time check: a verify-only
+// askTxnCoordinator (txn_verify.go) is KIP-890's produce-time check: a verify-only
 // AddPartitions through the local coordinator's log, or
 // AddPartitionsToTxn v4+ verify-only to the coordinator's node.
 //
 // Fetch reads up to the local replica's high watermark (in raft mode its
-// applied log end); followers serve reads too. Long polls wait on the
+// applied log end), or for read_committed its last stable offset;
+// followers serve reads too. Long polls wait on the
 // logs' high-watermark channels. The records are copied into the response
 // (Log.Read: whole batches from one segment, none at or above the high
 // watermark); sending them by sendfile was measured no faster and removed
 // (BENCHMARKS.md, "Fetch: zero copy measured and removed").
+//
+// # Transactions: the partition side
+//
+// The transaction coordinator (its broker side hosts __transaction_state)
+// and the partitions meet only over the Kafka protocol and one Node field,
+// txnVerify:
+//
+//   - Produce (produce.go) takes transactional batches when the request
+//     names a transactional id (else the whole request is
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka) and refuses a
+//     client's control batch (INVALID_RECORD). Before the leader appends
+//     a producer's first transactional batch of a transaction it calls
+//     Node.txnVerify (KIP-890; nil verifies nothing) and keeps what passed
+//     as a guard per producer (produce_txn.go, txnGuards, under
+//     produceMu) until a marker ends the transaction; a batch whose guard
+//     a marker voided while it was verified is refused
+//     (INVALID_TXN_STATE) rather than opening a hanging transaction. The
+//     partition refuses an older producer epoch and a plain batch of a
+//     producer with a transaction open (partition/doc.go).
+//   - WriteTxnMarkers (txn_markers.go), on every node: each marker is
+//     partition.ControlBatch, appended to every listed partition this
+//     node leads through its replication like an acks=all produce batch
+//     (never recompressed), and answered once committed; per partition
+//     NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+//     INVALID_PRODUCER_EPOCH, NOT_ENOUGH_REPLICAS as Kafka. Markers are
+//     not deduplicated; a repeated one changes nothing. __consumer_offsets
+//     partitions answer NONE from their leader: no TxnOffsetCommit is
+//     served, so no offsets wait for a marker.
+//   - Fetch with isolation_level read_committed (v4+) reads up to the
+//     partition's last stable offset (Log.ReadLimit), long-polls on its
+//     LSO channel, and returns the aborted transactions overlapping
+//     [fetch offset, end of the last returned batch)
+//     (Log.AbortedTransactions); LastStableOffset is filled at both
+//     levels. ListOffsets READ_COMMITTED answers the LSO for latest.
+//   - DescribeProducers (describeproducers.go), leader only: the
+//     replica's producers (replication.Producers) with the first offset
+//     of each open transaction; coordinator epochs are not kept (-1).
 //
 // # Leadership
 //
@@ -201,7 +239,8 @@
 // The lock order is DESIGN.md's ("Lock order"): produceMu -> projMu ->
 // raftgroup; produceMu -> isr.Partition's lock -> partition.Log.writeMu;
 // producerIDs.mu is held across a metadata proposal; Node.mu and
-// isrSide.mu are leaves.
+// isrSide.mu are leaves. produceMu also guards a partition's txnGuards
+// and is never held across a verification (txnVerify).
 //
 // Close stops the ISR side after the replicas: every isr.Partition is
 // closed (closeReplicas), then the manager, then the AlterPartition

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"reflect"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 
 // serveFetch reads every requested partition from its local replica, up
 // to that replica's high watermark (its applied end: followers serve
-// reads too), and long-polls until MinBytes are there or MaxWait passes.
+// reads too), or for read_committed up to its last stable offset with the
+// aborted transactions of the range, and long-polls until MinBytes are
+// there or MaxWait passes.
 // Fetch sessions are declined (session id 0), so clients send full
 // requests; Kafka allows a broker to do that.
 func (n *Node) serveFetch(c *kafka.Conn, req *kafka.Request) kafka.Pending {
@@ -60,7 +63,8 @@ func waitAny(ctx context.Context, watches []<-chan struct{}, deadline time.Time)
 
 // fetchOnce builds one response from the logs as they are now. It returns
 // the bytes of records in it and, for partitions that had no error, the
-// channels that fire when their high watermark moves.
+// channels that fire when their high watermark (read_committed: their
+// LSO) moves.
 func (n *Node) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, []<-chan struct{}) {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(r.MaxBytes)
@@ -116,26 +120,85 @@ func (n *Node) fetchPartition(r *kmsg.FetchRequest, topic string, rp *kmsg.Fetch
 	// replication.CaughtUp.
 	caughtUp := st.IsLeader && repl.CaughtUp(st.Epoch)
 	l := repl.Log()
+	// The LSO is read first: it never passes the high watermark, so the
+	// pair stays ordered however the two move between the reads. Only
+	// read_committed watches it (a watch makes a channel for the next
+	// change to close).
+	lso, lsoChanged := l.LastStableOffset(), (<-chan struct{})(nil)
+	if readCommitted(r) {
+		lso, lsoChanged = l.WatchLastStableOffset()
+	}
 	hw, changed := l.WatchHighWatermark()
-	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, hw, l.StartOffset()
+	sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = hw, lso, l.StartOffset()
 	if code := offsetCheck(caughtUp, rp.FetchOffset, l.StartOffset(), hw); code != 0 {
 		sp.ErrorCode = code
 		return sp, nil
 	}
-	if rp.FetchOffset == hw {
+	upTo := hw
+	if readCommitted(r) {
+		// read_committed reads up to the LSO and waits for it to move;
+		// offsets between it and the high watermark are valid, but
+		// not yet readable, as in Kafka.
+		upTo, changed = lso, lsoChanged
+	}
+	if rp.FetchOffset >= upTo {
 		return sp, changed
 	}
 	limit := min(int(rp.PartitionMaxBytes), budget)
 	if !first && limit <= 0 {
 		return sp, nil
 	}
-	b, err := l.Read(rp.FetchOffset, max(limit, 1), hw)
+	b, err := l.Read(rp.FetchOffset, max(limit, 1), upTo)
 	if err != nil {
 		sp.ErrorCode = partition.ErrorCode(err)
 		return sp, nil
 	}
 	sp.RecordBatches = b
+	if readCommitted(r) {
+		sp.AbortedTransactions = abortedIn(l, rp.FetchOffset, b)
+	}
 	return sp, nil
+}
+
+// readCommitted reports a read_committed fetch (isolation_level 1, v4+).
+func readCommitted(r *kmsg.FetchRequest) bool {
+	return r.Version >= 4 && r.IsolationLevel == partition.ReadCommitted
+}
+
+// abortedIn lists the aborted transactions a read_committed consumer
+// needs to drop the aborted records among batches b read from offset:
+// those overlapping [from, end of the last batch in b).
+func abortedIn(l *partition.Log, from int64, b []byte) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	to := batchesEnd(b)
+	if to <= from {
+		return nil
+	}
+	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
+	for _, a := range l.AbortedTransactions(from, to) {
+		at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, at)
+	}
+	return out
+}
+
+// batchesEnd returns the offset after the last whole batch of b, -1 if
+// b holds none.
+func batchesEnd(b []byte) int64 {
+	end := int64(-1)
+	for len(b) >= 12 {
+		size := 12 + int64(int32(binary.BigEndian.Uint32(b[8:12]))) // offset, length, then the batch
+		if size <= 12 || size > int64(len(b)) {
+			break
+		}
+		info, err := partition.ParseBatchHeader(b[:size])
+		if err != nil {
+			break
+		}
+		end = info.BaseOffset + int64(info.LastOffsetDelta) + 1
+		b = b[size:]
+	}
+	return end
 }
 
 // emptyFetch answers a fetch of a __consumer_offsets partition as one of

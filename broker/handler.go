@@ -35,6 +35,8 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.AlterPartitionAssignments.Int16(), 1, n.serveAlterPartitionReassignments)
 	route(kmsg.ListPartitionReassignments.Int16(), 0, n.serveListPartitionReassignments)
 	route(kmsg.ElectLeaders.Int16(), 2, n.serveElectLeaders)
+	route(kmsg.WriteTxnMarkers.Int16(), 1, n.serveWriteTxnMarkers)
+	route(kmsg.DescribeProducers.Int16(), 0, n.serveDescribeProducers)
 	n.routeGroups(route)
 	n.routeTxns(route) // txn_coordinator.go
 	n.apis = m.APIs()

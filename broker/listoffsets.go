@@ -12,7 +12,8 @@ import (
 const maxTimestamp int64 = -3
 
 // serveListOffsets answers earliest, latest and by-timestamp lookups from
-// the partition leader, up to its high watermark.
+// the partition leader, up to its high watermark (READ_COMMITTED: its last
+// stable offset).
 func (n *Node) serveListOffsets(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -53,8 +54,13 @@ func (n *Node) listOffset(r *kmsg.ListOffsetsRequest, topic string, rp *kmsg.Lis
 		return sp
 	}
 	l := repl.Log()
-	hw := l.HighWatermark()
-	off, at, err := l.ListOffset(ts, hw)
+	isolation := partition.ReadUncommitted
+	if r.Version >= 2 {
+		isolation = r.IsolationLevel
+	}
+	// READ_COMMITTED answers the LSO for latest, and looks timestamps
+	// up below it, as Kafka does.
+	off, at, err := l.ListOffset(ts, l.ReadLimit(isolation))
 	if err != nil {
 		sp.ErrorCode = partition.ErrorCode(err)
 		return sp

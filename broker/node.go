@@ -47,7 +47,14 @@ type Node struct {
 	closed   bool
 
 	pids producerIDs
-	isr  isrSide // the ISR mode's manager, made at first need (isr_node.go)
+	// txnVerify, when set, verifies with the transaction coordinator
+	// that a partition is in a producer's transaction (KIP-890's
+	// AddPartitionsToTxn VerifyOnly) before the partition's leader
+	// appends the transaction's first batch there (produce_txn.go). It
+	// returns 0, or the Kafka error code that refuses the batch. nil
+	// verifies nothing. Set it before transactional produces arrive.
+	txnVerify func(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16
+	isr       isrSide // the ISR mode's manager, made at first need (isr_node.go)
 
 	brokerCl brokerClients // Kafka clients of other brokers (txn_client.go)
 
@@ -75,6 +82,7 @@ func New(cfg Config) (*Node, error) {
 		cleaner:  newCleaner(cfg.LogCleanerIOBytesPerSec),
 	}
 	n.metrics.registerCleaner(n.cleaner)
+	n.txnVerify = n.askTxnCoordinator // KIP-890: transactional produce asks the coordinator (txn_verify.go)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.start(); err != nil {
 		n.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator/groups"
+	"github.com/raftq/raftq/coordinator/txns"
 	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/transport/kafka"
 )
@@ -26,6 +27,7 @@ func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pending {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []func(context.Context)
+	refuse := r.TransactionID == nil && hasTransactional(r)
 	for i := range r.Topics {
 		rt := &r.Topics[i]
 		st := kmsg.NewProduceResponseTopic()
@@ -34,11 +36,20 @@ func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pendin
 			rp := &rt.Partitions[j]
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
+			if refuse {
+				// As Kafka: transactional records without a
+				// transactional id fail the whole request.
+				sp.BaseOffset, sp.LogStartOffset = -1, -1
+				sp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	for i := range r.Topics {
+		if refuse {
+			break
+		}
 		for j := range r.Topics[i].Partitions {
 			sp := &resp.Topics[i].Partitions[j]
 			if w := n.startProduce(ctx, r, &r.Topics[i], &r.Topics[i].Partitions[j], sp); w != nil {
@@ -86,11 +97,11 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 		return fail(kerr.InvalidRequiredAcks, "acks must be -1, 0 or 1")
 	}
 	name := topicName(n, rt.Topic, rt.TopicID)
-	if name == groups.OffsetsTopic {
+	if name == groups.OffsetsTopic || name == txns.TransactionTopic {
 		// As Kafka: clients may not write internal topics.
 		return fail(kerr.InvalidTopicException, "cannot append to internal topic "+name)
 	}
-	rep, _ := n.dataFor(name, rp.Partition) // the offsets topic is refused above
+	rep, _ := n.dataFor(name, rp.Partition) // the internal topics are refused above
 	if rep == nil {
 		if _, ok := n.partitionRef(name, rp.Partition); !ok {
 			return fail(kerr.UnknownTopicOrPartition, "")
@@ -102,7 +113,31 @@ func (n *Node) startProduce(ctx context.Context, r *kmsg.ProduceRequest, rt *kms
 	if err != nil {
 		return fail(codeErr(partition.ErrorCode(err)), err.Error())
 	}
-	return n.appendBatch(ctx, rep.data, r.Acks, batch, info, sp)
+	var guard uint64
+	if info.Transactional() {
+		var code int16
+		txnID := "" // never nil here: produce refused such a request
+		if r.TransactionID != nil {
+			txnID = *r.TransactionID
+		}
+		if guard, code = n.verifyTxn(ctx, rep.data, txnID, name, rp.Partition, info); code != 0 {
+			sp.BaseOffset, sp.LogStartOffset, sp.ErrorCode = -1, -1, code
+			return nil
+		}
+	}
+	return n.appendBatch(ctx, rep.data, r.Acks, batch, info, guard, sp)
+}
+
+// hasTransactional reports whether any batch of r is transactional.
+func hasTransactional(r *kmsg.ProduceRequest) bool {
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			if info, err := partition.ParseBatchHeader(r.Topics[i].Partitions[j].Records); err == nil && info.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // validateProduced checks a produced batch against the topic's limits,
@@ -115,8 +150,10 @@ func validateProduced(rep *dataPartition, batch []byte) ([]byte, partition.Batch
 	if err != nil {
 		return nil, info, err
 	}
-	if info.Control() || info.Transactional() {
-		return nil, info, &partition.BatchError{Kind: partition.ErrInvalidRecord, Reason: "transactional and control batches are not supported"}
+	if info.Control() {
+		// As Kafka: markers come only from the coordinator
+		// (WriteTxnMarkers, txn_markers.go).
+		return nil, info, &partition.BatchError{Kind: partition.ErrInvalidRecord, Reason: "clients are not allowed to write control records"}
 	}
 	if rep.compacted.Load() {
 		if err := partition.CheckKeys(batch); err != nil {
@@ -143,7 +180,9 @@ func validateProduced(rep *dataPartition, batch []byte) ([]byte, partition.Batch
 // appendBatch appends one validated batch, holding the partition's
 // produce lock so that appends keep arrival order (and raft's acks=1
 // projection stays exact).
-func (n *Node) appendBatch(ctx context.Context, rep *dataPartition, acks int16, batch []byte, info partition.BatchInfo, sp *kmsg.ProduceResponseTopicPartition) func(context.Context) {
+// guard is the verification a transactional batch passed (verifyTxn), 0
+// for none: a marker that came since voids it and the batch is refused.
+func (n *Node) appendBatch(ctx context.Context, rep *dataPartition, acks int16, batch []byte, info partition.BatchInfo, guard uint64, sp *kmsg.ProduceResponseTopicPartition) func(context.Context) {
 	n.awaitLeading(ctx, rep.repl)
 	rep.produceMu.Lock()
 	st := rep.repl.Leadership()
@@ -155,6 +194,12 @@ func (n *Node) appendBatch(ctx context.Context, rep *dataPartition, acks int16, 
 		fillLeaderFrom(sp, st)
 		sp.BaseOffset, sp.LogStartOffset = -1, -1
 		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return nil
+	}
+	if guard != 0 && !rep.txnGuards.holds(info.ProducerID, guard) {
+		rep.produceMu.Unlock()
+		sp.BaseOffset, sp.LogStartOffset = -1, -1
+		sp.ErrorCode = kerr.InvalidTxnState.Code
 		return nil
 	}
 	appendTime := rep.stampTime(batch, &info)

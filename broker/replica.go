@@ -59,7 +59,8 @@ type dataPartition struct {
 	// produceMu orders appends: a connection's produce requests reach
 	// the replication in the order they arrived.
 	produceMu sync.Mutex
-	stamped   int64 // last LogAppendTime given (guarded by produceMu)
+	stamped   int64     // last LogAppendTime given (guarded by produceMu)
+	txnGuards txnGuards // KIP-890 verifications (produce_txn.go; guarded by produceMu)
 }
 
 // groupMarker names the raft group a partition directory belongs to, so

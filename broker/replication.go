@@ -62,6 +62,9 @@ type replication interface {
 	Log() *partition.Log
 	// Epochs lists the leader epochs and where each began in the log.
 	Epochs() []partition.EpochStart
+	// Producers summarises the idempotent producers the replica
+	// remembers (DescribeProducers).
+	Producers() []partition.ProducerInfo
 	// EndOffsetFor answers OffsetForLeaderEpoch: the largest epoch <= epoch
 	// that the log knows and the offset where it ended.
 	EndOffsetFor(epoch int32) (int32, int64)

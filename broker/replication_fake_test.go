@@ -117,6 +117,9 @@ func (f *fakeReplication) remove(bool) error   { return f.log.Close() }
 func (f *fakeReplication) Close() error        { return f.log.Close() }
 func (f *fakeReplication) Log() *partition.Log { return f.log }
 
+// Producers: the fake keeps no producer state.
+func (f *fakeReplication) Producers() []partition.ProducerInfo { return nil }
+
 func (f *fakeReplication) Epochs() []partition.EpochStart {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -184,6 +184,7 @@ func (r *isrReplication) Close() error { return r.remove(false) }
 
 func (r *isrReplication) Log() *partition.Log                     { return r.p.Log() }
 func (r *isrReplication) Epochs() []partition.EpochStart          { return r.p.Epochs() }
+func (r *isrReplication) Producers() []partition.ProducerInfo     { return r.p.Producers() }
 func (r *isrReplication) EndOffsetFor(epoch int32) (int32, int64) { return r.p.EndOffsetFor(epoch) }
 
 // CaughtUp: this replica leads epoch and its HW has reached the epoch's

@@ -201,6 +201,7 @@ func (r *raftReplication) AwaitLeading(context.Context) leadership { return r.Le
 
 func (r *raftReplication) Log() *partition.Log                     { return r.sm.Log() }
 func (r *raftReplication) Epochs() []partition.EpochStart          { return r.sm.Epochs() }
+func (r *raftReplication) Producers() []partition.ProducerInfo     { return r.sm.Producers() }
 func (r *raftReplication) EndOffsetFor(epoch int32) (int32, int64) { return r.sm.EndOffsetFor(epoch) }
 func (r *raftReplication) Close() error                            { return r.sm.Close() }
 

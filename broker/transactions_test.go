@@ -624,7 +624,7 @@ func TestTxnCoord_VerifyTxn(t *testing.T) {
 			{"old epoch", x.id, x.ep - 1, 0, kerr.ProducerFenced.Code},
 			{"unknown id", "tx-none", 0, 0, kerr.InvalidProducerIDMapping.Code},
 		} {
-			if got := n.verifyTxn(ctx, tc.id, x.pid, tc.epoch, "txv", tc.part); got != tc.want {
+			if got := n.askTxnCoordinator(ctx, tc.id, x.pid, tc.epoch, "txv", tc.part); got != tc.want {
 				t.Errorf("node %d (coordinator %d) %s: %v, want %v", id, coord, tc.what, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 			}
 		}

@@ -13,7 +13,7 @@ import (
 // serveAddPartitionsToTxn adds partitions to transactions: v0-v3 one
 // transaction (the client's form), v4+ a batch of transactions, each
 // possibly verify-only (KIP-890's broker-to-broker form, which partition
-// leaders send before a transactional produce: verifyTxn). A
+// leaders send before a transactional produce: askTxnCoordinator). A
 // transaction naming an unknown topic or partition gets
 // UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for the
 // rest, and nothing is proposed, as Kafka answers.

@@ -61,7 +61,7 @@ func (n *Node) openTxnPartition(ref coordinator.PartitionRef) (*txnPartition, er
 	tc.Partition, tc.Machine = ref.Partition.Index, tp.machine
 	tc.Propose = func(ctx context.Context, data []byte) (any, error) { return tp.group.propose(ctx, data) }
 	tc.AllocateProducerIDs = n.allocateTxnProducerIDs
-	tc.WriteMarkers = n.writeTxnMarkers // txn_markers.go
+	tc.WriteMarkers = n.sendTxnMarkers // txn_markers_send.go
 	tc.MaxTimeout, tc.IDExpiration = n.cfg.TransactionMaxTimeout, n.cfg.TransactionalIDExpiration
 	tc.Logger = n.log.With("component", "txns")
 	c, err := txns.NewCoordinator(tc)

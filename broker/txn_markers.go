@@ -2,129 +2,128 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math"
-	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/raftq/raftq/coordinator/txns"
+	"github.com/raftq/raftq/partition"
+	"github.com/raftq/raftq/transport/kafka"
 )
 
-// writeTxnMarkers is the transaction coordinator's txns.Config.WriteMarkers:
-// it sends WriteTxnMarkers (key 27) for txn, at coordinatorEpoch, to the
-// Kafka listener of each of its partitions' leaders, one request per
-// leader and all at once, as Kafka's TransactionMarkerChannelManager
-// does, and returns the partitions whose leader wrote the marker. A
-// partition whose topic (or index) is gone counts as written, as Kafka
-// drops its markers. A partition without a live leader, a leader that
-// answered an error or could not be reached, is left for the
-// coordinator's next Tick. Leaders come from the metadata as Metadata
-// answers them (this node's raft view where it hosts a replica, the
-// leadership hints elsewhere).
-//
-// Groups count as done at once: a group's transactional offsets
-// (TxnOffsetCommit) are not served yet, so no group coordinator holds
-// pending offsets to be told about.
-func (n *Node) writeTxnMarkers(ctx context.Context, txn txns.PendingTxn, coordinatorEpoch uint64) (txns.Partitions, []string, error) {
-	done := txns.Partitions{}
-	byLeader := map[string]txns.Partitions{}
-	var errs []error
-	st := n.meta.View()
-	for _, topic := range txn.Partitions.Topics() {
-		t := st.Topics[topic]
-		for _, i := range txn.Partitions[topic] {
-			if t == nil || int(i) >= len(t.Partitions) {
-				done[topic] = append(done[topic], i)
-				continue
+// markerTimeout bounds how long a WriteTxnMarkers request waits for its
+// markers to commit; the request carries no timeout of its own, and the
+// coordinator retries whatever did not answer NONE (Kafka's coordinator
+// waits request.timeout.ms, 30 s by default).
+const markerTimeout = 30 * time.Second
+
+// serveWriteTxnMarkers appends each marker, a control batch ending a
+// producer's transaction, to every listed partition this node leads,
+// through the partition's replication as a produce batch with acks=all,
+// and answers each partition once its marker is committed (NONE) or
+// refused: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+// INVALID_PRODUCER_EPOCH for an epoch older than the producer's,
+// NOT_ENOUGH_REPLICAS for an ISR partition below min.insync.replicas.
+// Markers are never deduplicated: one delivered again finds its
+// transaction closed and changes nothing (partition/doc.go). A marker is
+// never recompressed, whatever the topic's compression.type.
+func (n *Node) serveWriteTxnMarkers(c *kafka.Conn, req *kafka.Request) kafka.Pending {
+	return n.writeTxnMarkers(c.Context(), req.Body.(*kmsg.WriteTxnMarkersRequest))
+}
+
+func (n *Node) writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersRequest) kafka.Pending {
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	now := time.Now().UnixMilli()
+	var waits []func(context.Context)
+	for i := range r.Markers {
+		m := &r.Markers[i]
+		sm := kmsg.NewWriteTxnMarkersResponseMarker()
+		sm.ProducerID = m.ProducerID
+		for _, mt := range m.Topics {
+			st := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			st.Topic = mt.Topic
+			for _, p := range mt.Partitions {
+				sp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				sp.Partition = p
+				st.Partitions = append(st.Partitions, sp)
 			}
-			leader, _ := n.leaderOf(&t.Partitions[i])
-			addr := n.markerAddr(leader)
-			if b := st.Brokers[leader]; b == nil || !b.Alive || addr == "" {
-				errs = append(errs, fmt.Errorf("%s-%d has no live leader", topic, i))
-				continue
-			}
-			if byLeader[addr] == nil {
-				byLeader[addr] = txns.Partitions{}
-			}
-			byLeader[addr][topic] = append(byLeader[addr][topic], i)
+			sm.Topics = append(sm.Topics, st)
 		}
+		resp.Markers = append(resp.Markers, sm)
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for addr, parts := range byLeader {
-		wg.Go(func() {
-			ok, err := n.sendTxnMarker(ctx, addr, txn, parts, coordinatorEpoch)
-			mu.Lock()
-			defer mu.Unlock()
-			for t, ps := range ok {
-				done[t] = append(done[t], ps...)
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
-		})
-	}
-	wg.Wait()
-	return done, txn.Groups, errors.Join(errs...)
-}
-
-// markerAddr is the Kafka address of broker, where its partitions'
-// markers go.
-func (n *Node) markerAddr(broker uint64) string {
-	if n.cfg.txnMarkerAddr != nil {
-		return n.cfg.txnMarkerAddr(broker)
-	}
-	if b := n.meta.View().Brokers[broker]; b != nil {
-		return b.KafkaAddr
-	}
-	return ""
-}
-
-// txnMarkerRequest is the WriteTxnMarkers request of one transaction's
-// marker for parts.
-func txnMarkerRequest(txn txns.PendingTxn, parts txns.Partitions, coordinatorEpoch uint64) *kmsg.WriteTxnMarkersRequest {
-	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed = txn.ProducerID, txn.ProducerEpoch, txn.Commit
-	m.CoordinatorEpoch = int32(min(coordinatorEpoch, math.MaxInt32))
-	m.TransactionVersion = 0 // KIP-890 part 2 is not modelled (coordinator/txns/doc.go)
-	for _, topic := range parts.Topics() {
-		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		mt.Topic, mt.Partitions = topic, parts[topic]
-		m.Topics = append(m.Topics, mt)
-	}
-	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.Markers = []kmsg.WriteTxnMarkersRequestMarker{m}
-	return req
-}
-
-// sendTxnMarker sends one leader its partitions' marker and returns those
-// it wrote.
-func (n *Node) sendTxnMarker(ctx context.Context, addr string, txn txns.PendingTxn, parts txns.Partitions, coordinatorEpoch uint64) (txns.Partitions, error) {
-	kresp, err := n.brokerRequest(ctx, addr, txnMarkerRequest(txn, parts, coordinatorEpoch))
-	if err != nil {
-		return nil, err
-	}
-	resp := kresp.(*kmsg.WriteTxnMarkersResponse)
-	ok := txns.Partitions{}
-	var errs []error
-	for _, m := range resp.Markers {
-		if m.ProducerID != txn.ProducerID {
-			continue
-		}
-		for _, rt := range m.Topics {
-			for _, rp := range rt.Partitions {
-				switch {
-				case !parts.Contains(rt.Topic, rp.Partition):
-				case rp.ErrorCode == 0:
-					ok[rt.Topic] = append(ok[rt.Topic], rp.Partition)
-				default:
-					errs = append(errs, fmt.Errorf("marker for %s-%d at %s: %w", rt.Topic, rp.Partition, addr, kerr.ErrorForCode(rp.ErrorCode)))
+	for i := range r.Markers {
+		m := &r.Markers[i]
+		for j, mt := range m.Topics {
+			for k, p := range mt.Partitions {
+				sp := &resp.Markers[i].Topics[j].Partitions[k]
+				if w := n.startMarker(ctx, m, mt.Topic, p, now, sp); w != nil {
+					waits = append(waits, w)
 				}
 			}
 		}
 	}
-	return ok, errors.Join(errs...)
+	if len(waits) == 0 {
+		return kafka.Ready(resp)
+	}
+	f := kafka.NewFuture()
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
+		defer cancel()
+		for _, w := range waits {
+			w(ctx)
+		}
+		f.Complete(resp, nil)
+	}()
+	return f
+}
+
+// startMarker appends one partition's marker. It fills sp at once for an
+// error, or returns a wait that fills it.
+func (n *Node) startMarker(ctx context.Context, m *kmsg.WriteTxnMarkersRequestMarker, topic string, index int32, nowMs int64, sp *kmsg.WriteTxnMarkersResponseMarkerTopicPartition) func(context.Context) {
+	rep, internal := n.dataFor(topic, index)
+	switch {
+	case internal:
+		// A __consumer_offsets partition: TxnOffsetCommit is not
+		// served, so no transactional offsets wait for this marker.
+		if _, code := n.leaderReplica(topic, index, -1); code != 0 {
+			sp.ErrorCode = code
+		}
+		return nil
+	case rep == nil:
+		sp.ErrorCode = n.noReplicaCode(topic, index, 0)
+		return nil
+	}
+	dp := rep.data
+	batch := partition.ControlBatch(m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, nowMs)
+	info, err := partition.ParseBatchHeader(batch)
+	if err != nil { // ControlBatch builds a valid header
+		sp.ErrorCode = errCode(err)
+		return nil
+	}
+	n.awaitLeading(ctx, dp.repl)
+	dp.produceMu.Lock()
+	if !dp.repl.Leadership().IsLeader {
+		dp.produceMu.Unlock()
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return nil
+	}
+	// The marker ends the producer's transaction here: a batch verified
+	// for it must not open another (produce_txn.go).
+	dp.txnGuards.drop(m.ProducerID, 0)
+	dp.stampTime(batch, &info)
+	pa, err := dp.repl.Append(ctx, batch, info, true)
+	dp.produceMu.Unlock()
+	if err != nil {
+		sp.ErrorCode = replicationErrCode(err)
+		return nil
+	}
+	return func(ctx context.Context) {
+		pr, err := pa.Committed(ctx)
+		switch {
+		case err != nil:
+			sp.ErrorCode = replicationErrCode(err)
+		case pr.Err != nil:
+			sp.ErrorCode = errCode(pr.Err)
+		}
+	}
 }

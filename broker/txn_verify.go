@@ -13,7 +13,7 @@ import (
 // verifyTimeout bounds one verification, local or remote.
 const verifyTimeout = 5 * time.Second
 
-// verifyTxn is KIP-890's check before a transactional produce (Kafka's
+// askTxnCoordinator is KIP-890's check before a transactional produce (Kafka's
 // AddPartitionsToTxnManager): is topic-partition in the ongoing
 // transaction of transactionalID at producerID and epoch? It asks the
 // id's coordinator: this node's through the log (a verify-only
@@ -26,7 +26,7 @@ const verifyTimeout = 5 * time.Second
 // coordinator answers them; and NOT_ENOUGH_REPLICAS, retriable for every
 // producer, when no coordinator could answer (none known, loading,
 // moved, unreachable), as Kafka maps those.
-func (n *Node) verifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16 {
+func (n *Node) askTxnCoordinator(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) int16 {
 	ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
 	a := txns.AddTxn{TransactionalID: transactionalID, ProducerID: producerID, ProducerEpoch: epoch, VerifyOnly: true,

@@ -307,6 +307,39 @@ func versionCases(n *Node, auditID [16]byte) map[int16]versionCase {
 				errIs(t, "elect audit-0", r.Topics[0].Partitions[0].ErrorCode, kerr.ElectionNotNeeded)
 			},
 		},
+		// A marker for a topic that does not exist: refused per
+		// partition, whatever the version.
+		kmsg.WriteTxnMarkers.Int16(): {
+			fill: func(_ *testing.T, _ int16, req kmsg.Request) {
+				m := kmsg.NewWriteTxnMarkersRequestMarker()
+				m.ProducerID, m.Committed = 1, true
+				mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				mt.Topic, mt.Partitions = "no-such-topic", []int32{0}
+				m.Topics = append(m.Topics, mt)
+				req.(*kmsg.WriteTxnMarkersRequest).Markers = []kmsg.WriteTxnMarkersRequestMarker{m}
+			},
+			check: func(t *testing.T, _ int16, resp kmsg.Response) {
+				r := resp.(*kmsg.WriteTxnMarkersResponse)
+				if len(r.Markers) != 1 || len(r.Markers[0].Topics) != 1 || len(r.Markers[0].Topics[0].Partitions) != 1 {
+					t.Fatalf("answered %+v, want one partition", r.Markers)
+				}
+				errIs(t, "marker", r.Markers[0].Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+			},
+		},
+		kmsg.DescribeProducers.Int16(): {
+			fill: func(_ *testing.T, _ int16, req kmsg.Request) {
+				rt := kmsg.NewDescribeProducersRequestTopic()
+				rt.Topic, rt.Partitions = "audit", []int32{0}
+				req.(*kmsg.DescribeProducersRequest).Topics = []kmsg.DescribeProducersRequestTopic{rt}
+			},
+			check: func(t *testing.T, _ int16, resp kmsg.Response) {
+				r := resp.(*kmsg.DescribeProducersResponse)
+				if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+					t.Fatalf("answered %+v, want audit-0", r.Topics)
+				}
+				ok(t, "describe producers audit-0", r.Topics[0].Partitions[0].ErrorCode)
+			},
+		},
 		// CoordinatorType (v1+) is 0: a group. CoordinatorKey before v4,
 		// CoordinatorKeys from v4.
 		kmsg.FindCoordinator.Int16(): {

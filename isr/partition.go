@@ -319,6 +319,10 @@ func (p *Partition) Leadership() (leader uint64, epoch int32, isLeader bool) {
 // Epochs lists the leader epochs in the log and where each starts.
 func (p *Partition) Epochs() []partition.EpochStart { return p.log.Epochs() }
 
+// Producers summarises the idempotent producers the replica remembers
+// (DescribeProducers).
+func (p *Partition) Producers() []partition.ProducerInfo { return p.log.Producers() }
+
 // EndOffsetFor answers a consumer's OffsetForLeaderEpoch, which the broker
 // serves on the leader only. It is not clamped to the HW: a new leader's
 // HW lags the epoch's start until its followers fetch, and an answer

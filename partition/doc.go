@@ -177,6 +177,10 @@
 //   - Replica.mu: guards the epoch starts and the staged snapshots.
 //   - ISRLog.mu: guards an ISR replica's epoch starts; a leaf, never held
 //     across I/O or while a Log lock is taken.
+//   - Replica.producersMu, ISRLog.producersMu: leaves; the owner writes
+//     the idempotent producers' state under them (it reads without), and
+//     Producers copies a summary under them for any goroutine
+//     (DescribeProducers).
 //
 // The lock order is in the repository's DESIGN.md ("Lock order"), the one
 // list for every package.

@@ -48,9 +48,12 @@ type ISRLog struct {
 	logger *slog.Logger
 	log    *Log
 
-	// Owned by the owner goroutine.
-	producers map[int64]*ProducerState
-	cps       checkpointSlots
+	// Owned by the owner goroutine, which reads producers without a
+	// lock and writes it (the map and the states in it) under
+	// producersMu, which Producers takes to read from other goroutines.
+	producersMu sync.Mutex // a leaf
+	producers   map[int64]*ProducerState
+	cps         checkpointSlots
 
 	mu     sync.Mutex // guards epochs
 	epochs epochCache
@@ -119,6 +122,32 @@ func (r *ISRLog) EndOffset() int64 { return r.log.EndOffset() }
 // HighWatermark returns the high watermark.
 func (r *ISRLog) HighWatermark() int64 { return r.log.HighWatermark() }
 
+// recordProducer notes a batch of an idempotent producer, under the lock:
+// recordProducer changes the state in place.
+func (r *ISRLog) recordProducer(info BatchInfo, base, last int64) {
+	r.producersMu.Lock()
+	r.producers[info.ProducerID] = recordProducer(r.producers[info.ProducerID], info, base, last)
+	r.producersMu.Unlock()
+}
+
+// setProducers replaces the producer state.
+func (r *ISRLog) setProducers(m map[int64]*ProducerState) {
+	if m == nil {
+		m = map[int64]*ProducerState{}
+	}
+	r.producersMu.Lock()
+	r.producers = m
+	r.producersMu.Unlock()
+}
+
+// Producers summarises the producers the replica remembers; any
+// goroutine may call it.
+func (r *ISRLog) Producers() []ProducerInfo {
+	r.producersMu.Lock()
+	defer r.producersMu.Unlock()
+	return producerInfos(r.producers)
+}
+
 // Producer returns a copy of the state kept for producer id pid, or nil.
 // Only the owner goroutine may call it.
 func (r *ISRLog) Producer(pid int64) *ProducerState {
@@ -166,7 +195,7 @@ func (r *ISRLog) AppendLeader(batch []byte, info BatchInfo, epoch int32) (Produc
 		return batchRefusal(err, start)
 	}
 	if info.Idempotent() {
-		r.producers[info.ProducerID] = recordProducer(st, info, base, last)
+		r.recordProducer(info, base, last) // st is r.producers[info.ProducerID]
 	}
 	return ProduceResult{Base: base, Last: last, MaxTimestamp: info.MaxTimestamp, LogStart: start}, nil
 }
@@ -211,7 +240,7 @@ func (r *ISRLog) AppendFollower(batch []byte) error {
 // follower append and the rebuild scans do.
 func (r *ISRLog) noteBatch(info BatchInfo, base, last int64) {
 	if info.Idempotent() {
-		r.producers[info.ProducerID] = recordProducer(r.producers[info.ProducerID], info, base, last)
+		r.recordProducer(info, base, last)
 	}
 	if info.LeaderEpoch > r.LatestEpoch() {
 		r.assignEpoch(info.LeaderEpoch, base)

@@ -167,10 +167,7 @@ func (r *ISRLog) load() error {
 		r.logger.Warn("newest isr checkpoint lies beyond the recovered log; falling back",
 			"dir", r.cfg.Dir, "end", end, "from", c.Offset, "seq", c.Seq)
 	}
-	r.producers = c.Producers
-	if r.producers == nil {
-		r.producers = map[int64]*ProducerState{}
-	}
+	r.setProducers(c.Producers)
 	r.setEpochs(c.Epochs.truncateFrom(end + 1))
 	if err := r.rescan(max(c.Offset, start), end); err != nil {
 		return err

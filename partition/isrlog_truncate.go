@@ -46,10 +46,10 @@ func (r *ISRLog) forgetEpochsFrom(off int64) error {
 func (r *ISRLog) rebuildProducers(end int64) error {
 	start := r.log.StartOffset()
 	from := start
-	r.producers = map[int64]*ProducerState{}
+	r.setProducers(nil)
 	if c := r.newestUpTo(end); c != nil {
 		if c.Producers != nil {
-			r.producers = c.Producers
+			r.setProducers(c.Producers)
 		}
 		from = max(from, c.Offset)
 	}
@@ -65,7 +65,7 @@ func (r *ISRLog) scanProducers(from, to int64) error {
 	err := r.log.ScanBatches(from, to, func(info BatchInfo) error {
 		if info.Idempotent() {
 			last := info.BaseOffset + int64(info.LastOffsetDelta)
-			r.producers[info.ProducerID] = recordProducer(r.producers[info.ProducerID], info, info.BaseOffset, last)
+			r.recordProducer(info, info.BaseOffset, last)
 		}
 		return nil
 	})
@@ -88,7 +88,7 @@ func (r *ISRLog) ResetTo(offset int64) error {
 	if err := r.log.Reset(offset); err != nil {
 		return fmt.Errorf("reset isr log to %d: %w", offset, err)
 	}
-	r.producers = map[int64]*ProducerState{}
+	r.setProducers(nil)
 	r.setEpochs(nil)
 	return r.Checkpoint()
 }

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"math"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -95,4 +96,28 @@ func recordProducer(st *ProducerState, info BatchInfo, base, last int64) *Produc
 		st.Batches = st.Batches[len(st.Batches)-maxCachedBatches:]
 	}
 	return st
+}
+
+// ProducerInfo is what a partition reports of one producer it remembers
+// (DescribeProducers): its epoch, and the last sequence and max timestamp
+// of its newest batch (-1 for both when it has only markers here).
+type ProducerInfo struct {
+	ProducerID    int64
+	Epoch         int16
+	LastSequence  int32
+	LastTimestamp int64
+}
+
+// producerInfos summarises producer states, by producer id.
+func producerInfos(m map[int64]*ProducerState) []ProducerInfo {
+	out := make([]ProducerInfo, 0, len(m))
+	for pid, st := range m {
+		pi := ProducerInfo{ProducerID: pid, Epoch: st.Epoch, LastSequence: -1, LastTimestamp: -1}
+		if n := len(st.Batches); n > 0 {
+			pi.LastSequence, pi.LastTimestamp = st.Batches[n-1].LastSeq, st.Batches[n-1].MaxTimestamp
+		}
+		out = append(out, pi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
 }

@@ -43,9 +43,12 @@ type Replica struct {
 	logger *slog.Logger
 	log    atomic.Pointer[Log] // replaced only by Restore
 
-	// Owned by the group's goroutine.
-	applied   uint64
-	producers map[int64]*ProducerState
+	// Owned by the group's goroutine, which reads them without a lock;
+	// it writes producers (the map and the states in it) under
+	// producersMu, which Producers takes to read from other goroutines.
+	applied     uint64
+	producersMu sync.Mutex // a leaf
+	producers   map[int64]*ProducerState
 	// unanchored: the checkpoint file was damaged, so the log is not cut
 	// back yet; raft's snapshot stands in for it (restoreInPlace), or,
 	// without one, the log starts over for the replay (anchorEmpty).
@@ -163,10 +166,12 @@ func (r *Replica) rewind(l *Log, cp replicaCheckpoint) error {
 
 func (r *Replica) adopt(cp replicaCheckpoint) {
 	r.applied = cp.Applied
+	r.producersMu.Lock()
 	r.producers = cp.Producers
 	if r.producers == nil {
 		r.producers = map[int64]*ProducerState{}
 	}
+	r.producersMu.Unlock()
 	r.mu.Lock()
 	r.epochs = cp.Epochs
 	r.mu.Unlock()
@@ -174,6 +179,14 @@ func (r *Replica) adopt(cp replicaCheckpoint) {
 
 // Log returns the partition log for reads.
 func (r *Replica) Log() *Log { return r.log.Load() }
+
+// Producers summarises the producers the replica remembers, as of its
+// last applied entry; any goroutine may call it.
+func (r *Replica) Producers() []ProducerInfo {
+	r.producersMu.Lock()
+	defer r.producersMu.Unlock()
+	return producerInfos(r.producers)
+}
 
 // Close closes the log.
 func (r *Replica) Close() error { return r.Log().Close() }
@@ -266,7 +279,9 @@ func (r *Replica) applyProduce(l *Log, batch []byte, term uint64) (*ProduceResul
 		return nil, err
 	}
 	if info.Idempotent() {
+		r.producersMu.Lock()
 		r.producers[info.ProducerID] = recordProducer(st, info, base, last)
+		r.producersMu.Unlock()
 	}
 	if err := l.SetHighWatermark(last + 1); err != nil {
 		return nil, err

@@ -1,0 +1,130 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator/txns"
+)
+
+// sendTxnMarkers is the transaction coordinator's txns.Config.WriteMarkers:
+// it sends WriteTxnMarkers (key 27) for txn, at coordinatorEpoch, to the
+// Kafka listener of each of its partitions' leaders, one request per
+// leader and all at once, as Kafka's TransactionMarkerChannelManager
+// does, and returns the partitions whose leader wrote the marker. A
+// partition whose topic (or index) is gone counts as written, as Kafka
+// drops its markers. A partition without a live leader, a leader that
+// answered an error or could not be reached, is left for the
+// coordinator's next Tick. Leaders come from the metadata as Metadata
+// answers them (this node's raft view where it hosts a replica, the
+// leadership hints elsewhere).
+//
+// Groups count as done at once: a group's transactional offsets
+// (TxnOffsetCommit) are not served yet, so no group coordinator holds
+// pending offsets to be told about.
+func (n *Node) sendTxnMarkers(ctx context.Context, txn txns.PendingTxn, coordinatorEpoch uint64) (txns.Partitions, []string, error) {
+	done := txns.Partitions{}
+	byLeader := map[string]txns.Partitions{}
+	var errs []error
+	st := n.meta.View()
+	for _, topic := range txn.Partitions.Topics() {
+		t := st.Topics[topic]
+		for _, i := range txn.Partitions[topic] {
+			if t == nil || int(i) >= len(t.Partitions) {
+				done[topic] = append(done[topic], i)
+				continue
+			}
+			leader, _ := n.leaderOf(&t.Partitions[i])
+			addr := n.markerAddr(leader)
+			if b := st.Brokers[leader]; b == nil || !b.Alive || addr == "" {
+				errs = append(errs, fmt.Errorf("%s-%d has no live leader", topic, i))
+				continue
+			}
+			if byLeader[addr] == nil {
+				byLeader[addr] = txns.Partitions{}
+			}
+			byLeader[addr][topic] = append(byLeader[addr][topic], i)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for addr, parts := range byLeader {
+		wg.Go(func() {
+			ok, err := n.sendTxnMarker(ctx, addr, txn, parts, coordinatorEpoch)
+			mu.Lock()
+			defer mu.Unlock()
+			for t, ps := range ok {
+				done[t] = append(done[t], ps...)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
+	}
+	wg.Wait()
+	return done, txn.Groups, errors.Join(errs...)
+}
+
+// markerAddr is the Kafka address of broker, where its partitions'
+// markers go.
+func (n *Node) markerAddr(broker uint64) string {
+	if n.cfg.txnMarkerAddr != nil {
+		return n.cfg.txnMarkerAddr(broker)
+	}
+	if b := n.meta.View().Brokers[broker]; b != nil {
+		return b.KafkaAddr
+	}
+	return ""
+}
+
+// txnMarkerRequest is the WriteTxnMarkers request of one transaction's
+// marker for parts.
+func txnMarkerRequest(txn txns.PendingTxn, parts txns.Partitions, coordinatorEpoch uint64) *kmsg.WriteTxnMarkersRequest {
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = txn.ProducerID, txn.ProducerEpoch, txn.Commit
+	m.CoordinatorEpoch = int32(min(coordinatorEpoch, math.MaxInt32))
+	m.TransactionVersion = 0 // KIP-890 part 2 is not modelled (coordinator/txns/doc.go)
+	for _, topic := range parts.Topics() {
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = topic, parts[topic]
+		m.Topics = append(m.Topics, mt)
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Markers = []kmsg.WriteTxnMarkersRequestMarker{m}
+	return req
+}
+
+// sendTxnMarker sends one leader its partitions' marker and returns those
+// it wrote.
+func (n *Node) sendTxnMarker(ctx context.Context, addr string, txn txns.PendingTxn, parts txns.Partitions, coordinatorEpoch uint64) (txns.Partitions, error) {
+	kresp, err := n.brokerRequest(ctx, addr, txnMarkerRequest(txn, parts, coordinatorEpoch))
+	if err != nil {
+		return nil, err
+	}
+	resp := kresp.(*kmsg.WriteTxnMarkersResponse)
+	ok := txns.Partitions{}
+	var errs []error
+	for _, m := range resp.Markers {
+		if m.ProducerID != txn.ProducerID {
+			continue
+		}
+		for _, rt := range m.Topics {
+			for _, rp := range rt.Partitions {
+				switch {
+				case !parts.Contains(rt.Topic, rp.Partition):
+				case rp.ErrorCode == 0:
+					ok[rt.Topic] = append(ok[rt.Topic], rp.Partition)
+				default:
+					errs = append(errs, fmt.Errorf("marker for %s-%d at %s: %w", rt.Topic, rp.Partition, addr, kerr.ErrorForCode(rp.ErrorCode)))
+				}
+			}
+		}
+	}
+	return ok, errors.Join(errs...)
+}
