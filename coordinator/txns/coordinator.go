@@ -91,13 +91,16 @@ type Coordinator struct {
 
 	grantMu sync.Mutex // serialises producer id grants; held across their proposals
 
-	mu      sync.Mutex // guards active, term, ctx, cancel, writing; a leaf
+	mu      sync.Mutex // guards active, term, ctx, cancel, writing, finished; a leaf
 	active  bool
 	term    uint64
 	ctx     context.Context // ends at Deactivate
 	cancel  context.CancelFunc
 	writing map[string]bool // transactional ids whose markers are being written
-	wg      sync.WaitGroup  // marker writers
+	// finished counts the writers that ended, so that writeMarkers can
+	// tell a Pending read that one of them made stale.
+	finished uint64
+	wg       sync.WaitGroup // marker writers
 }
 
 // NewCoordinator returns an inactive coordinator.
@@ -298,11 +301,14 @@ func (c *Coordinator) grant(ctx context.Context) error {
 // writeMarkers starts a writer for every pending transaction that has
 // none.
 func (c *Coordinator) writeMarkers() {
+	c.mu.Lock()
+	seen := c.finished
+	c.mu.Unlock()
 	pending := c.cfg.Machine.Pending()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.active {
-		return
+	if !c.active || c.finished != seen {
+		return // a writer ended meanwhile, maybe with its transaction done: the next tick looks again
 	}
 	for _, p := range pending {
 		if c.writing[p.TransactionalID] {
@@ -321,6 +327,7 @@ func (c *Coordinator) writeTxnMarkers(ctx context.Context, writing map[string]bo
 	defer func() {
 		c.mu.Lock()
 		delete(writing, p.TransactionalID)
+		c.finished++
 		c.mu.Unlock()
 	}()
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.ProposeTimeout)
