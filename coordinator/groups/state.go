@@ -74,6 +74,17 @@ type Offset struct {
 	// CommitMs is the proposing coordinator's clock at the commit; expiry
 	// is judged against it, never against a replica's own clock.
 	CommitMs int64 `json:"commit_ms"`
+	// Index is the raft index of the entry that wrote the offset: a
+	// transaction's offsets replace a committed one only if they were
+	// written after it (Kafka's CommitRecordMetadataAndOffset.olderThan).
+	Index uint64 `json:"index,omitempty"`
+}
+
+// PendingTxn is one producer's transactional offsets in one group,
+// waiting for the transaction's marker.
+type PendingTxn struct {
+	ProducerEpoch int16                     `json:"producer_epoch"`
+	Offsets       map[TopicPartition]Offset `json:"-"`
 }
 
 // TopicPartition names one partition.
