@@ -40,10 +40,11 @@ func CheckTxnCommit(g *Group, generation int32, memberID, instanceID string) int
 
 // checkTxnEpoch refuses a producer epoch older than the one its pending
 // offsets in the group were written with: a zombie of a fenced producer
-// (Kafka's log refuses its batch to __consumer_offsets).
+// (Kafka's log refuses its batch to __consumer_offsets with
+// INVALID_PRODUCER_EPOCH, ProducerStateManager.checkProducerEpoch).
 func checkTxnEpoch(p *PendingTxn, epoch int16) int16 {
 	if p != nil && epoch < p.ProducerEpoch {
-		return codeOf(kerr.ProducerFenced)
+		return codeOf(kerr.InvalidProducerEpoch)
 	}
 	return 0
 }

@@ -110,7 +110,7 @@ func TestCoordinator_TxnCommitChecks(t *testing.T) {
 		{"stale generation", "g", ids[0], gen - 1, 3, kerr.IllegalGeneration},
 		{"unknown member", "g", "nobody", gen, 3, kerr.UnknownMemberID},
 		{"no member (v0-v2)", "g", "", -1, 3, nil},
-		{"fenced epoch", "g", ids[0], gen, 2, kerr.ProducerFenced},
+		{"fenced epoch", "g", ids[0], gen, 2, kerr.InvalidProducerEpoch},
 		{"empty group id", "", "", -1, 3, kerr.InvalidGroupID},
 		{"new group with a member", "new", "m", 1, 0, kerr.UnknownMemberID},
 		{"new group with a generation", "new", "", 1, 0, kerr.IllegalGeneration},
@@ -134,7 +134,7 @@ func TestCoordinator_TxnCommitChecks(t *testing.T) {
 	// Apply checks again: a proposal made before a rebalance is refused.
 	cmd := &Command{TxnCommit: &TxnCommit{Group: "g", ProducerID: 100, ProducerEpoch: 1, Generation: gen, MemberID: ids[0],
 		Offsets: []CommitOffset{{TopicPartition: TopicPartition{"t", 0}, Offset: 1}}}}
-	if r := h.log.m.st.apply(cmd, 99); r.Code != kerr.ProducerFenced.Code {
+	if r := h.log.m.st.apply(cmd, 99); r.Code != kerr.InvalidProducerEpoch.Code {
 		t.Fatalf("apply of a fenced epoch: %d", r.Code)
 	}
 }
