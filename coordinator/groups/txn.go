@@ -7,27 +7,23 @@ import (
 )
 
 // CheckTxnCommit decides whether a TxnOffsetCommit from (generation,
-// member, instance) may leave offsets pending in g (nil: no such group,
-// which the commit creates), as Kafka's GroupCoordinator
-// .doTxnCommitOffsets does. Unlike OffsetCommit, a transactional commit
+// member, instance) may leave offsets pending in g, as Kafka's
+// GroupCoordinator.validateOffsetCommit with isTransactional does. A
+// group that does not exist is checked as the Empty group of generation
+// 0 that the commit creates. Unlike OffsetCommit, a transactional commit
 // is not refused during CompletingRebalance, and one without a member
-// (generation -1, KIP-447's checks not used: v0-v2) is accepted whatever
-// the group's members. It returns a Kafka error code, 0 to accept.
+// (generation -1: v0-v2, or a producer outside the group) is accepted
+// whatever the group's members. It returns a Kafka error code, 0 to
+// accept.
 func CheckTxnCommit(g *Group, generation int32, memberID, instanceID string) int16 {
 	if g == nil {
-		switch {
-		case memberID != "":
-			return codeOf(kerr.UnknownMemberID)
-		case generation >= 0 || instanceID != "":
-			return codeOf(kerr.IllegalGeneration)
-		}
+		g = &Group{}
+	}
+	if generation < 0 && memberID == "" && instanceID == "" {
 		return 0
 	}
 	if id, ok := g.StaticMember(instanceID); ok && id != memberID {
 		return codeOf(kerr.FencedInstanceID)
-	}
-	if generation < 0 && memberID == "" && instanceID == "" {
-		return 0
 	}
 	if _, ok := g.Members[memberID]; memberID != "" && !ok {
 		return codeOf(kerr.UnknownMemberID)

@@ -114,6 +114,7 @@ func TestCoordinator_TxnCommitChecks(t *testing.T) {
 		{"empty group id", "", "", -1, 3, kerr.InvalidGroupID},
 		{"new group with a member", "new", "m", 1, 0, kerr.UnknownMemberID},
 		{"new group with a generation", "new", "", 1, 0, kerr.IllegalGeneration},
+		{"new group at generation 0", "new0", "", 0, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := h.snapshot()
@@ -181,5 +182,34 @@ func TestMachine_TxnSnapshotKeepsPending(t *testing.T) {
 	}
 	if b, _ := m.Snapshot(); string(b) != snap {
 		t.Fatalf("snapshot of the restored state differs:\n%s\n%s", b, snap)
+	}
+}
+
+func TestCheckTxnCommit(t *testing.T) {
+	g := &Group{Name: "g", Phase: PhaseCompleting, Generation: 4, Members: map[string]*Member{
+		"m1": {ID: "m1", InstanceID: "i1"}, "m2": {ID: "m2"}}}
+	for _, tc := range []struct {
+		name     string
+		gen      int32
+		member   string
+		instance string
+		want     *kerr.Error
+	}{
+		{"member during CompletingRebalance", 4, "m2", "", nil},
+		{"static member", 4, "m1", "i1", nil},
+		{"fenced instance", 4, "m2", "i1", kerr.FencedInstanceID},
+		{"unknown member", 4, "m9", "", kerr.UnknownMemberID},
+		{"stale generation", 3, "m2", "", kerr.IllegalGeneration},
+		{"no member in a group with members", -1, "", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := int16(0)
+			if tc.want != nil {
+				want = tc.want.Code
+			}
+			if got := CheckTxnCommit(g, tc.gen, tc.member, tc.instance); got != want {
+				t.Fatalf("code %d, want %d", got, want)
+			}
+		})
 	}
 }
