@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/coordinator/groups"
+	"github.com/raftq/raftq/coordinator/txns"
 )
 
 // groupCoordinatorAddr waits until some node coordinates group and
@@ -301,5 +306,41 @@ func TestTxnOffset_GroupTransactSession(t *testing.T) {
 		if got["T-"+v] != 1 {
 			t.Errorf("T-%s seen %d times, want 1", v, got["T-"+v])
 		}
+	}
+}
+
+// TestTxnOffset_MarkerTargets: the marker goes to each group's offsets
+// partition once, and a group is done only when its partition took it.
+func TestTxnOffset_MarkerTargets(t *testing.T) {
+	st := &coordinator.State{Topics: map[string]*coordinator.Topic{
+		groups.OffsetsTopic: {Name: groups.OffsetsTopic, Partitions: make([]coordinator.Partition, 5)}}}
+	txn := txns.PendingTxn{Partitions: txns.Partitions{"a": {0, 1}}, Groups: []string{"g1", "g2", "g3"}}
+	all, parts := markerTargets(st, txn)
+	var want []int32
+	for _, g := range txn.Groups {
+		if p := groups.PartitionFor(g, 5); !slices.Contains(want, p) {
+			want = append(want, p)
+		}
+		if parts[g] != groups.PartitionFor(g, 5) {
+			t.Fatalf("%s at partition %d, want %d", g, parts[g], groups.PartitionFor(g, 5))
+		}
+	}
+	if !slices.Equal(all["a"], []int32{0, 1}) || !slices.Equal(all[groups.OffsetsTopic], want) {
+		t.Fatalf("targets %v, want a 0,1 and offsets %v", all, want)
+	}
+	done := txns.Partitions{"a": {1}, groups.OffsetsTopic: {parts["g2"]}}
+	gotParts, gotGroups := splitMarkerDone(done, txn, parts)
+	if !slices.Equal(gotParts["a"], []int32{1}) || len(gotParts) != 1 {
+		t.Fatalf("done partitions %v, want a-1 only", gotParts)
+	}
+	for _, g := range txn.Groups {
+		if got, want := slices.Contains(gotGroups, g), parts[g] == parts["g2"]; got != want {
+			t.Errorf("group %s done = %v, want %v", g, got, want)
+		}
+	}
+	// Without __consumer_offsets no group holds offsets: all are done.
+	_, parts = markerTargets(&coordinator.State{Topics: map[string]*coordinator.Topic{}}, txn)
+	if _, gs := splitMarkerDone(txns.Partitions{}, txn, parts); !slices.Equal(gs, txn.Groups) {
+		t.Fatalf("without __consumer_offsets done groups %v, want all", gs)
 	}
 }
