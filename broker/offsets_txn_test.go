@@ -161,6 +161,29 @@ func TestTxnOffset_RawCommitAndRequireStable(t *testing.T) {
 			}
 		}
 	}
+	// A marker for the group's offsets partition at a node that does not
+	// lead it is refused, and changes nothing there.
+	for id, n := range c.nodes {
+		if addr := c.cfgs[id].KafkaAddr; addr != gaddr {
+			if n.replicaFor(groups.OffsetsTopic, groups.PartitionFor(group, 2)).offsets.group.Leadership().IsLeader {
+				t.Fatalf("node %d leads the group's offsets partition now: the test cannot go on", id)
+			}
+			req := kmsg.NewPtrWriteTxnMarkersRequest()
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.Committed = x.pid, x.ep, true
+			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			mt.Topic, mt.Partitions = "__consumer_offsets", []int32{groups.PartitionFor(group, 2)}
+			m.Topics = append(m.Topics, mt)
+			req.Markers = append(req.Markers, m)
+			resp := rawKafka(t, addr, req).(*kmsg.WriteTxnMarkersResponse)
+			if code := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+				t.Errorf("marker at node %d, not the leader: %v, want NOT_LEADER_OR_FOLLOWER", id, kerr.ErrorForCode(code))
+			}
+		}
+	}
+	if _, code := fetchOffset(t, gaddr, group, "tos", 0, true); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("after markers at followers: %v, want UNSTABLE_OFFSET_COMMIT still", kerr.ErrorForCode(code))
+	}
 	if code := x.endTxn(3, true); code != 0 {
 		t.Fatalf("end txn: %v", kerr.ErrorForCode(code))
 	}
