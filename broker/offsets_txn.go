@@ -15,8 +15,8 @@ import (
 // refused here, each on its own; the rest share the coordinator's
 // verdict: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, KIP-447's
 // ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID (v3), and
-// INVALID_PRODUCER_EPOCH for an epoch older than the group has seen from
-// the producer. As Kafka 3.x, the transaction coordinator is not asked
+// INVALID_PRODUCER_EPOCH for an epoch older than the offsets partition
+// has seen from the producer. As Kafka 3.x, the transaction coordinator is not asked
 // whether AddOffsetsToTxn added the group (KIP-890 part 2 would).
 func (n *Node) serveTxnOffsetCommit(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)

@@ -13,11 +13,16 @@ type state struct {
 	// pending holds transactional offsets per group and producer id,
 	// invisible to OffsetFetch until the producer's marker commits them.
 	pending map[string]map[int64]*PendingTxn
+	// producers holds the latest epoch of each producer id that left
+	// transactional offsets here, as Kafka's partition keeps producer
+	// state: a zombie's TxnOffsetCommit is refused even after its
+	// transaction's marker.
+	producers map[int64]ProducerSeen
 }
 
 func newState() *state {
 	return &state{groups: map[string]*Group{}, offsets: map[string]map[TopicPartition]Offset{},
-		pending: map[string]map[int64]*PendingTxn{}}
+		pending: map[string]map[int64]*PendingTxn{}, producers: map[int64]ProducerSeen{}}
 }
 
 func success() Result            { return Result{} }
@@ -275,6 +280,7 @@ func (s *state) expire(c *Expire) Result {
 		}
 		s.dropIfGone(name)
 	}
+	s.expireProducers(c.NowMs, c.RetentionMs)
 	return success()
 }
 

@@ -137,6 +137,7 @@ type TxnMarker struct {
 	ProducerID    int64 `json:"producer_id"`
 	ProducerEpoch int16 `json:"producer_epoch"`
 	Commit        bool  `json:"commit"`
+	NowMs         int64 `json:"now_ms"`
 }
 
 // Result is what applying a command returns to its proposer. Code is a

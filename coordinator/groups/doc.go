@@ -97,9 +97,10 @@
 //     (Machine.Offsets) until the producer's TxnMarker. CheckTxnCommit is
 //     Kafka's validateOffsetCommit for transactions: generation -1 without
 //     a member is accepted whatever the group's members, and a commit
-//     during CompletingRebalance too; a stale epoch (below the one the
-//     group's pending offsets of that producer carry) is
-//     INVALID_PRODUCER_EPOCH. On commit each pending offset replaces the
+//     during CompletingRebalance too; a stale epoch (below the latest the
+//     partition has seen from that producer id, in a TxnCommit or a
+//     marker: ProducerSeen, replicated) is INVALID_PRODUCER_EPOCH, after
+//     the marker too, as Kafka's producer state on the partition. On commit each pending offset replaces the
 //     committed one unless that was written after it (Offset.Index, the
 //     raft index of the entry that wrote it: Kafka's olderThan by log
 //     offset); on abort they are dropped. Machine.Unstable names the
@@ -147,10 +148,7 @@
 //   - OffsetCommit and OffsetFetch are served up to v9 (v10 names topics
 //     by id only); DescribeGroups up to v5 (an unknown group is Dead).
 //   - Only the classic protocol; no KIP-848 ConsumerGroupHeartbeat.
-//   - The producer epoch of transactional offsets is checked only against
-//     the group's pending offsets of that producer: once its marker is
-//     applied nothing is remembered (Kafka's partition keeps the
-//     producer's epoch until producer-id expiry); a zombie's later
-//     TxnOffsetCommit is left to the transaction coordinator, which
-//     refuses its AddOffsetsToTxn and EndTxn.
+//   - A producer's epoch is forgotten OffsetsRetention after it was last
+//     seen with nothing pending (an Expire drops it), where Kafka uses
+//     producer.id.expiration.ms.
 package groups

@@ -111,6 +111,15 @@ func (m *Machine) Pending(group string) map[int64]*PendingTxn {
 	return out
 }
 
+// Producer returns what the partition has seen of a transactional
+// producer.
+func (m *Machine) Producer(pid int64) (ProducerSeen, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.st.producers[pid]
+	return p, ok
+}
+
 // wouldExpire reports whether an Expire at nowMs would remove anything.
 func (m *Machine) wouldExpire(nowMs, retentionMs int64) bool {
 	m.mu.RLock()
@@ -128,15 +137,26 @@ func (m *Machine) wouldExpire(nowMs, retentionMs int64) bool {
 			}
 		}
 	}
+	for pid, p := range m.st.producers {
+		if nowMs-p.LastMs >= retentionMs && !m.st.hasPending(pid) {
+			return true
+		}
+	}
 	return false
 }
 
 // snapshotDoc is the snapshot's encoding: JSON with sorted keys and
 // sorted offset lists, so equal states encode to equal bytes.
 type snapshotDoc struct {
-	Groups  map[string]*Group        `json:"groups"`
-	Offsets map[string][]savedOffset `json:"offsets"`
-	Pending map[string][]savedTxn    `json:"pending,omitempty"`
+	Groups    map[string]*Group        `json:"groups"`
+	Offsets   map[string][]savedOffset `json:"offsets"`
+	Pending   map[string][]savedTxn    `json:"pending,omitempty"`
+	Producers []savedProducer          `json:"producers,omitempty"`
+}
+
+type savedProducer struct {
+	ProducerID int64 `json:"producer_id"`
+	ProducerSeen
 }
 
 type savedOffset struct {
@@ -180,6 +200,10 @@ func (m *Machine) Snapshot() ([]byte, error) {
 		sort.Slice(list, func(i, j int) bool { return list[i].ProducerID < list[j].ProducerID })
 		doc.Pending[name] = list
 	}
+	for pid, p := range m.st.producers {
+		doc.Producers = append(doc.Producers, savedProducer{pid, p})
+	}
+	sort.Slice(doc.Producers, func(i, j int) bool { return doc.Producers[i].ProducerID < doc.Producers[j].ProducerID })
 	return json.Marshal(doc)
 }
 
@@ -252,6 +276,9 @@ func decodeSnapshot(b []byte) (*state, error) {
 		if len(byProducer) > 0 {
 			st.pending[name] = byProducer
 		}
+	}
+	for _, sp := range doc.Producers {
+		st.producers[sp.ProducerID] = sp.ProducerSeen
 	}
 	return st, nil
 }

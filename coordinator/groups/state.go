@@ -80,6 +80,15 @@ type Offset struct {
 	Index uint64 `json:"index,omitempty"`
 }
 
+// ProducerSeen is the latest epoch of a producer id that committed
+// transactional offsets to an offsets partition, and when (entry time)
+// it was last seen; it is forgotten OffsetsRetention after, once nothing
+// of it is pending (Kafka expires producer state alike).
+type ProducerSeen struct {
+	Epoch  int16 `json:"epoch"`
+	LastMs int64 `json:"last_ms"`
+}
+
 // PendingTxn is one producer's transactional offsets in one group,
 // waiting for the transaction's marker.
 type PendingTxn struct {

@@ -34,12 +34,13 @@ func CheckTxnCommit(g *Group, generation int32, memberID, instanceID string) int
 	return 0
 }
 
-// checkTxnEpoch refuses a producer epoch older than the one its pending
-// offsets in the group were written with: a zombie of a fenced producer
-// (Kafka's log refuses its batch to __consumer_offsets with
-// INVALID_PRODUCER_EPOCH, ProducerStateManager.checkProducerEpoch).
-func checkTxnEpoch(p *PendingTxn, epoch int16) int16 {
-	if p != nil && epoch < p.ProducerEpoch {
+// checkTxnEpoch refuses a producer epoch older than the latest this
+// partition has seen from the producer (seen: whether it has): a zombie
+// of a fenced producer (Kafka's log refuses its batch to
+// __consumer_offsets with INVALID_PRODUCER_EPOCH,
+// ProducerStateManager.checkProducerEpoch).
+func checkTxnEpoch(p ProducerSeen, seen bool, epoch int16) int16 {
+	if seen && epoch < p.Epoch {
 		return codeOf(kerr.InvalidProducerEpoch)
 	}
 	return 0
@@ -53,10 +54,12 @@ func (s *state) txnCommit(c *TxnCommit, index uint64) Result {
 	if code := CheckTxnCommit(g, c.Generation, c.MemberID, c.InstanceID); code != 0 {
 		return Result{Code: code}
 	}
-	byProducer := s.pending[c.Group]
-	if code := checkTxnEpoch(byProducer[c.ProducerID], c.ProducerEpoch); code != 0 {
+	seen, ok := s.producers[c.ProducerID]
+	if code := checkTxnEpoch(seen, ok, c.ProducerEpoch); code != 0 {
 		return Result{Code: code}
 	}
+	s.producers[c.ProducerID] = ProducerSeen{Epoch: c.ProducerEpoch, LastMs: c.NowMs}
+	byProducer := s.pending[c.Group]
 	if g == nil {
 		s.groups[c.Group] = &Group{Name: c.Group, Phase: PhaseEmpty, EmptySinceMs: c.NowMs}
 	}
@@ -82,6 +85,9 @@ func (s *state) txnCommit(c *TxnCommit, index uint64) Result {
 // after it (a later raft index) is there already; on abort they are
 // dropped. A marker that finds nothing pending changes nothing.
 func (s *state) txnMarker(c *TxnMarker) Result {
+	if seen, ok := s.producers[c.ProducerID]; ok {
+		s.producers[c.ProducerID] = ProducerSeen{Epoch: max(seen.Epoch, c.ProducerEpoch), LastMs: c.NowMs}
+	}
 	for name, byProducer := range s.pending {
 		p := byProducer[c.ProducerID]
 		if p == nil {
@@ -97,6 +103,25 @@ func (s *state) txnMarker(c *TxnMarker) Result {
 		s.dropIfGone(name)
 	}
 	return success()
+}
+
+// expireProducers forgets producers seen no later than retentionMs ago
+// that have nothing pending.
+func (s *state) expireProducers(nowMs, retentionMs int64) {
+	for pid, p := range s.producers {
+		if nowMs-p.LastMs >= retentionMs && !s.hasPending(pid) {
+			delete(s.producers, pid)
+		}
+	}
+}
+
+func (s *state) hasPending(pid int64) bool {
+	for _, byProducer := range s.pending {
+		if byProducer[pid] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *state) completeTxn(group string, p *PendingTxn) {
@@ -164,8 +189,8 @@ func (c *Coordinator) TxnCommit(req TxnCommitRequest) int16 {
 	if code := CheckTxnCommit(c.cfg.Machine.Group(req.Group), req.Generation, req.MemberID, req.InstanceID); code != 0 {
 		return code
 	}
-	if code := checkTxnEpoch(c.cfg.Machine.Pending(req.Group)[req.ProducerID], req.ProducerEpoch); code != 0 {
-		return code
+	if p, ok := c.cfg.Machine.Producer(req.ProducerID); checkTxnEpoch(p, ok, req.ProducerEpoch) != 0 {
+		return kerr.InvalidProducerEpoch.Code
 	}
 	if len(req.Offsets) == 0 {
 		return 0
@@ -184,6 +209,7 @@ func (c *Coordinator) TxnMarker(producerID int64, producerEpoch int16, commit bo
 	if code := c.Check(); code != 0 {
 		return code
 	}
-	_, code := c.proposeCode(&Command{TxnMarker: &TxnMarker{ProducerID: producerID, ProducerEpoch: producerEpoch, Commit: commit}})
+	_, code := c.proposeCode(&Command{TxnMarker: &TxnMarker{ProducerID: producerID, ProducerEpoch: producerEpoch, Commit: commit,
+		NowMs: c.cfg.Now().UnixMilli()}})
 	return code
 }

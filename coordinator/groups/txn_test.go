@@ -112,9 +112,10 @@ func TestCoordinator_TxnCommitChecks(t *testing.T) {
 		{"no member (v0-v2)", "g", "", -1, 3, nil},
 		{"fenced epoch", "g", ids[0], gen, 2, kerr.InvalidProducerEpoch},
 		{"empty group id", "", "", -1, 3, kerr.InvalidGroupID},
-		{"new group with a member", "new", "m", 1, 0, kerr.UnknownMemberID},
-		{"new group with a generation", "new", "", 1, 0, kerr.IllegalGeneration},
-		{"new group at generation 0", "new0", "", 0, 0, nil},
+		{"new group with a member", "new", "m", 1, 3, kerr.UnknownMemberID},
+		{"new group with a generation", "new", "", 1, 3, kerr.IllegalGeneration},
+		{"new group at generation 0", "new0", "", 0, 3, nil},
+		{"fenced epoch in another group", "new1", "", -1, 0, kerr.InvalidProducerEpoch},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := h.snapshot()
@@ -167,6 +168,32 @@ func TestCoordinator_TxnPendingKeepsGroupFromExpiring(t *testing.T) {
 	}
 }
 
+func TestCoordinator_TxnZombieAfterMarker(t *testing.T) {
+	h := newHarness(t, nil)
+	h.txnCommit("g", 1, 0, "", -1, map[int32]int64{0: 5})
+	// InitProducerId bumped the epoch and aborted: the marker carries 1.
+	h.c.TxnMarker(1, 1, false)
+	if code := h.txnCommit("g", 1, 0, "", -1, map[int32]int64{1: 9}); code != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("zombie after its abort: %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+	if got := h.log.m.Unstable("g", nil); len(got) != 0 {
+		t.Fatalf("a zombie's offsets are pending: %v", got)
+	}
+	if code := h.txnCommit("g", 1, 1, "", -1, map[int32]int64{1: 9}); code != 0 {
+		t.Fatalf("the current epoch: %d", code)
+	}
+	h.c.TxnMarker(1, 1, true)
+	// The producer is forgotten a retention after it was last seen.
+	h.clk.advance(h.c.cfg.OffsetsRetention)
+	if !h.log.m.wouldExpire(h.clk.Now().UnixMilli(), h.c.cfg.OffsetsRetention.Milliseconds()) {
+		t.Fatal("an idle producer does not make Expire due")
+	}
+	h.log.m.st.apply(&Command{Expire: &Expire{NowMs: h.clk.Now().UnixMilli(), RetentionMs: h.c.cfg.OffsetsRetention.Milliseconds()}}, 1000)
+	if _, ok := h.log.m.Producer(1); ok {
+		t.Fatal("an idle producer outlived the retention")
+	}
+}
+
 func TestMachine_TxnSnapshotKeepsPending(t *testing.T) {
 	h := newHarness(t, nil)
 	h.txnCommit("g", 1, 4, "", -1, map[int32]int64{0: 5, 1: 6})
@@ -179,6 +206,9 @@ func TestMachine_TxnSnapshotKeepsPending(t *testing.T) {
 	m := &Machine{st: st}
 	if got := m.Pending("g"); len(got) != 2 || got[1].ProducerEpoch != 4 || got[1].Offsets[TopicPartition{"t", 1}].Offset != 6 {
 		t.Fatalf("restored pending = %+v", got)
+	}
+	if p, ok := m.Producer(1); !ok || p.Epoch != 4 {
+		t.Fatalf("restored producer 1 = %+v %v, want epoch 4", p, ok)
 	}
 	if b, _ := m.Snapshot(); string(b) != snap {
 		t.Fatalf("snapshot of the restored state differs:\n%s\n%s", b, snap)
