@@ -100,6 +100,8 @@ func markerTargets(st *coordinator.State, txn txns.PendingTxn) (txns.Partitions,
 			all[groups.OffsetsTopic] = append(all[groups.OffsetsTopic], p)
 		}
 	}
+	// Sorted, as txns.Partitions.Contains (sendTxnMarker) searches them.
+	slices.Sort(all[groups.OffsetsTopic])
 	return all, groupParts
 }
 
@@ -116,7 +118,7 @@ func splitMarkerDone(done txns.Partitions, txn txns.PendingTxn, groupParts map[s
 	}
 	var doneGroups []string
 	for _, g := range txn.Groups {
-		if p := groupParts[g]; p < 0 || done.Contains(groups.OffsetsTopic, p) {
+		if p := groupParts[g]; p < 0 || slices.Contains(done[groups.OffsetsTopic], p) { // done is in reply order
 			doneGroups = append(doneGroups, g)
 		}
 	}
