@@ -61,8 +61,15 @@
 // to each partition leader's Kafka listener, one request per leader,
 // over a kgo client per broker address (txn_client.go, which negotiates
 // versions); what is not acknowledged is retried at the next Tick and,
-// after a failover, by the next leader. Groups count as told at once:
-// TxnOffsetCommit is not served, so no group holds pending offsets.
+// after a failover, by the next leader. The transaction's groups get
+// the marker too, at the leader of __consumer_offsets partition
+// PartitionFor(group, n) (txn_markers_send.go); a group is done once
+// that partition answered NONE. TxnOffsetCommit (offsets_txn.go, v0-v3)
+// is served by the group's coordinator: the offsets wait pending
+// (coordinator/groups) until the marker; OffsetFetch with require_stable
+// answers UNSTABLE_OFFSET_COMMIT for them meanwhile. As Kafka 3.x, the
+// group coordinator does not ask the transaction coordinator whether
+// AddOffsetsToTxn added the group (KIP-890 part 2 would).
 // askTxnCoordinator (txn_verify.go) is KIP-890's produce-time check: a verify-only
 // AddPartitions through the local coordinator's log, or
 // AddPartitionsToTxn v4+ verify-only to the coordinator's node.
@@ -99,9 +106,12 @@
 //     (never recompressed), and answered once committed; per partition
 //     NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 //     INVALID_PRODUCER_EPOCH, NOT_ENOUGH_REPLICAS as Kafka. Markers are
-//     not deduplicated; a repeated one changes nothing. __consumer_offsets
-//     partitions answer NONE from their leader: no TxnOffsetCommit is
-//     served, so no offsets wait for a marker.
+//     not deduplicated; a repeated one changes nothing. A marker for a
+//     __consumer_offsets partition is proposed by its leader's group
+//     coordinator as groups.TxnMarker, which commits or drops the
+//     producer's pending offsets in every group of the partition, and is
+//     answered NONE once applied (COORDINATOR_LOAD_IN_PROGRESS while the
+//     coordinator loads; the transaction coordinator sends it again).
 //   - Fetch with isolation_level read_committed (v4+) reads up to the
 //     partition's last stable offset (Log.ReadLimit), long-polls on its
 //     LSO channel, and returns the aborted transactions overlapping

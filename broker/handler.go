@@ -55,6 +55,7 @@ func (n *Node) routeGroups(route func(key, maxVersion int16, fn kafka.ServeFunc)
 	route(kmsg.OffsetCommit.Int16(), 9, n.serveOffsetCommit)
 	route(kmsg.OffsetFetch.Int16(), 9, n.serveOffsetFetch)
 	route(kmsg.OffsetDelete.Int16(), 0, n.serveOffsetDelete)
+	route(kmsg.TxnOffsetCommit.Int16(), 3, n.serveTxnOffsetCommit) // offsets_txn.go
 	route(kmsg.ListGroups.Int16(), 5, n.serveListGroups)
 	route(kmsg.DescribeGroups.Int16(), 5, n.serveDescribeGroups)
 	route(kmsg.DeleteGroups.Int16(), 2, n.serveDeleteGroups)

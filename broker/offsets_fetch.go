@@ -3,6 +3,7 @@ package broker
 import (
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator/groups"
@@ -12,6 +13,10 @@ import (
 // serveOffsetFetch reads committed offsets from the group's coordinator
 // (one group before v8, several from v8). Partitions without a commit
 // answer offset -1; no topics asked (v2+) means every committed one.
+// With require_stable (v7+, KIP-447) a partition with transactional
+// offsets waiting for their marker answers UNSTABLE_OFFSET_COMMIT (the
+// client retries); without it the committed offsets are returned,
+// whatever is pending.
 func (n *Node) serveOffsetFetch(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
@@ -20,7 +25,7 @@ func (n *Node) serveOffsetFetch(_ *kafka.Conn, req *kafka.Request) kafka.Pending
 		for _, t := range r.Topics {
 			want = append(want, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
-		g := n.fetchGroupOffsets(r.Group, want, r.Topics == nil)
+		g := n.fetchGroupOffsets(r.Group, want, r.Topics == nil, r.RequireStable)
 		resp.ErrorCode = g.ErrorCode
 		for _, t := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -38,12 +43,12 @@ func (n *Node) serveOffsetFetch(_ *kafka.Conn, req *kafka.Request) kafka.Pending
 		return kafka.Ready(resp)
 	}
 	for _, rg := range r.Groups {
-		resp.Groups = append(resp.Groups, n.fetchGroupOffsets(rg.Group, rg.Topics, rg.Topics == nil))
+		resp.Groups = append(resp.Groups, n.fetchGroupOffsets(rg.Group, rg.Topics, rg.Topics == nil, r.RequireStable))
 	}
 	return kafka.Ready(resp)
 }
 
-func (n *Node) fetchGroupOffsets(group string, want []kmsg.OffsetFetchRequestGroupTopic, all bool) kmsg.OffsetFetchResponseGroup {
+func (n *Node) fetchGroupOffsets(group string, want []kmsg.OffsetFetchRequestGroupTopic, all, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = group
 	var tps []groups.TopicPartition
@@ -54,11 +59,15 @@ func (n *Node) fetchGroupOffsets(group string, want []kmsg.OffsetFetchRequestGro
 	}
 	coord, code := n.groupCoordinator(group)
 	var offs map[groups.TopicPartition]groups.Offset
+	var unstable map[groups.TopicPartition]bool
 	if code == 0 {
 		if all {
 			tps = nil
 		}
 		offs, code = coord.FetchOffsets(group, tps)
+		if code == 0 && requireStable {
+			unstable = coord.Machine().Unstable(group, tps)
+		}
 	}
 	out.ErrorCode = code
 	if all && code == 0 {
@@ -78,7 +87,9 @@ func (n *Node) fetchGroupOffsets(group string, want []kmsg.OffsetFetchRequestGro
 		t := &out.Topics[len(out.Topics)-1]
 		p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		p.Partition, p.Offset, p.LeaderEpoch = tp.Partition, -1, -1
-		if o, ok := offs[tp]; ok {
+		if unstable[tp] {
+			p.Metadata, p.ErrorCode = kmsg.StringPtr(""), kerr.UnstableOffsetCommit.Code
+		} else if o, ok := offs[tp]; ok {
 			p.Offset, p.LeaderEpoch, p.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
 		} else {
 			p.Metadata = kmsg.StringPtr("")

@@ -350,7 +350,7 @@ func TestTxnCoord_CommitWritesMarkers(t *testing.T) {
 	if d.State != "Ongoing" || len(d.Topics) != 1 || !slices.Equal(d.Topics[0].Partitions, []int32{0, 1, 2}) {
 		t.Fatalf("described %s %+v, want Ongoing with txc 0,1,2", d.State, d.Topics)
 	}
-	// The group's offsets (none: TxnOffsetCommit is not served) do not
+	// The group's offsets (none, and no __consumer_offsets topic) do not
 	// hold the commit back.
 	if code := x.addOffsets(3, "txc-group"); code != 0 {
 		t.Fatalf("add offsets: %v", kerr.ErrorForCode(code))

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftq/raftq/coordinator/groups"
 	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/transport/kafka"
 )
@@ -82,9 +83,11 @@ func (n *Node) writeTxnMarkers(ctx context.Context, r *kmsg.WriteTxnMarkersReque
 func (n *Node) startMarker(ctx context.Context, m *kmsg.WriteTxnMarkersRequestMarker, topic string, index int32, nowMs int64, sp *kmsg.WriteTxnMarkersResponseMarkerTopicPartition) func(context.Context) {
 	rep, internal := n.dataFor(topic, index)
 	switch {
+	case internal && topic == groups.OffsetsTopic:
+		return n.startGroupsMarker(m, topic, index, sp)
 	case internal:
-		// A __consumer_offsets partition: TxnOffsetCommit is not
-		// served, so no transactional offsets wait for this marker.
+		// Another internal partition (__transaction_state) holds no
+		// transactional data for a marker to end.
 		if _, code := n.leaderReplica(topic, index, -1); code != 0 {
 			sp.ErrorCode = code
 		}
@@ -125,5 +128,33 @@ func (n *Node) startMarker(ctx context.Context, m *kmsg.WriteTxnMarkersRequestMa
 		case pr.Err != nil:
 			sp.ErrorCode = errCode(pr.Err)
 		}
+	}
+}
+
+// startGroupsMarker ends the producer's transaction in the groups of a
+// __consumer_offsets partition this node leads: its group coordinator
+// proposes a TxnMarker, and the partition answers NONE only once it is
+// applied (the transactional offsets are committed or dropped), as
+// Kafka's GroupCoordinator.scheduleHandleTxnCompletion. A partition
+// whose coordinator is still loading answers COORDINATOR_LOAD_IN_PROGRESS
+// and the transaction coordinator sends the marker again.
+func (n *Node) startGroupsMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string, index int32, sp *kmsg.WriteTxnMarkersResponseMarkerTopicPartition) func(context.Context) {
+	if _, code := n.leaderReplica(topic, index, -1); code != 0 {
+		sp.ErrorCode = code
+		return nil
+	}
+	r := n.replicaFor(topic, index)
+	if r == nil || r.offsets == nil {
+		sp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return nil
+	}
+	op := r.offsets
+	if active, term := op.coord.Active(); !active || term != uint64(op.group.Leadership().Epoch) {
+		sp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		return nil
+	}
+	pid, epoch, commit := m.ProducerID, m.ProducerEpoch, m.Committed
+	return func(context.Context) {
+		sp.ErrorCode = op.coord.TxnMarker(pid, epoch, commit)
 	}
 }

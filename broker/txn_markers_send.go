@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/coordinator/groups"
 	"github.com/raftq/raftq/coordinator/txns"
 )
 
@@ -25,17 +28,21 @@ import (
 // answers them (this node's raft view where it hosts a replica, the
 // leadership hints elsewhere).
 //
-// Groups count as done at once: a group's transactional offsets
-// (TxnOffsetCommit) are not served yet, so no group coordinator holds
-// pending offsets to be told about.
+// The transaction's groups get the marker too, as Kafka sends it: to the
+// leader of __consumer_offsets partition PartitionFor(group, n), whose
+// group coordinator commits or drops the group's transactional offsets
+// (txn_markers.go) before answering. A group is done once its offsets
+// partition answered NONE; with no __consumer_offsets topic at all no
+// group holds offsets, and every group is done.
 func (n *Node) sendTxnMarkers(ctx context.Context, txn txns.PendingTxn, coordinatorEpoch uint64) (txns.Partitions, []string, error) {
 	done := txns.Partitions{}
 	byLeader := map[string]txns.Partitions{}
 	var errs []error
 	st := n.meta.View()
-	for _, topic := range txn.Partitions.Topics() {
+	all, groupParts := markerTargets(st, txn)
+	for _, topic := range all.Topics() {
 		t := st.Topics[topic]
-		for _, i := range txn.Partitions[topic] {
+		for _, i := range all[topic] {
 			if t == nil || int(i) >= len(t.Partitions) {
 				done[topic] = append(done[topic], i)
 				continue
@@ -68,7 +75,54 @@ func (n *Node) sendTxnMarkers(ctx context.Context, txn txns.PendingTxn, coordina
 		})
 	}
 	wg.Wait()
-	return done, txn.Groups, errors.Join(errs...)
+	parts, doneGroups := splitMarkerDone(done, txn, groupParts)
+	return parts, doneGroups, errors.Join(errs...)
+}
+
+// markerTargets returns the partitions txn's marker goes to: its own and
+// its groups' __consumer_offsets partitions, with each group's partition
+// (-1: no __consumer_offsets topic).
+func markerTargets(st *coordinator.State, txn txns.PendingTxn) (txns.Partitions, map[string]int32) {
+	all := txns.Partitions{}
+	for topic, ps := range txn.Partitions {
+		all[topic] = slices.Clone(ps)
+	}
+	groupParts := map[string]int32{}
+	t := st.Topics[groups.OffsetsTopic]
+	for _, g := range txn.Groups {
+		if t == nil || len(t.Partitions) == 0 {
+			groupParts[g] = -1
+			continue
+		}
+		p := groups.PartitionFor(g, int32(len(t.Partitions)))
+		groupParts[g] = p
+		if !slices.Contains(all[groups.OffsetsTopic], p) {
+			all[groups.OffsetsTopic] = append(all[groups.OffsetsTopic], p)
+		}
+	}
+	// Sorted, as txns.Partitions.Contains (sendTxnMarker) searches them.
+	slices.Sort(all[groups.OffsetsTopic])
+	return all, groupParts
+}
+
+// splitMarkerDone splits the partitions whose marker was written into
+// the transaction's own and the groups whose offsets partition wrote it.
+func splitMarkerDone(done txns.Partitions, txn txns.PendingTxn, groupParts map[string]int32) (txns.Partitions, []string) {
+	parts := txns.Partitions{}
+	for topic, ps := range done {
+		for _, p := range ps {
+			if txn.Partitions.Contains(topic, p) {
+				parts[topic] = append(parts[topic], p)
+			}
+		}
+	}
+	var doneGroups []string
+	for _, g := range txn.Groups {
+		if p := groupParts[g]; p < 0 || slices.Contains(done[groups.OffsetsTopic], p) { // done is in reply order
+			doneGroups = append(doneGroups, g)
+		}
+	}
+	return parts, doneGroups
 }
 
 // markerAddr is the Kafka address of broker, where its partitions'

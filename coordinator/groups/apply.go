@@ -10,17 +10,27 @@ import (
 type state struct {
 	groups  map[string]*Group
 	offsets map[string]map[TopicPartition]Offset
+	// pending holds transactional offsets per group and producer id,
+	// invisible to OffsetFetch until the producer's marker commits them.
+	pending map[string]map[int64]*PendingTxn
+	// producers holds the latest epoch of each producer id that left
+	// transactional offsets here, as Kafka's partition keeps producer
+	// state: a zombie's TxnOffsetCommit is refused even after its
+	// transaction's marker.
+	producers map[int64]ProducerSeen
 }
 
 func newState() *state {
-	return &state{groups: map[string]*Group{}, offsets: map[string]map[TopicPartition]Offset{}}
+	return &state{groups: map[string]*Group{}, offsets: map[string]map[TopicPartition]Offset{},
+		pending: map[string]map[int64]*PendingTxn{}, producers: map[int64]ProducerSeen{}}
 }
 
 func success() Result            { return Result{} }
 func fail(e *kerr.Error) Result  { return Result{Code: e.Code} }
 func codeOf(e *kerr.Error) int16 { return e.Code }
 
-func (s *state) apply(c *Command) Result {
+// apply applies c, the entry at raft index index.
+func (s *state) apply(c *Command, index uint64) Result {
 	switch {
 	case c.Barrier != nil:
 		return success()
@@ -33,7 +43,11 @@ func (s *state) apply(c *Command) Result {
 	case c.ReplaceStatic != nil:
 		return s.replaceStatic(c.ReplaceStatic)
 	case c.Commit != nil:
-		return s.commit(c.Commit)
+		return s.commit(c.Commit, index)
+	case c.TxnCommit != nil:
+		return s.txnCommit(c.TxnCommit, index)
+	case c.TxnMarker != nil:
+		return s.txnMarker(c.TxnMarker)
 	case c.DeleteOffsets != nil:
 		return s.deleteOffsets(c.DeleteOffsets)
 	case c.DeleteGroups != nil:
@@ -189,7 +203,7 @@ func CheckCommit(g *Group, generation int32, memberID, instanceID string) int16 
 	return 0
 }
 
-func (s *state) commit(c *Commit) Result {
+func (s *state) commit(c *Commit, index uint64) Result {
 	g := s.groups[c.Group]
 	if c.Group == "" {
 		return fail(kerr.InvalidGroupID)
@@ -207,7 +221,7 @@ func (s *state) commit(c *Commit) Result {
 		s.offsets[c.Group] = offs
 	}
 	for _, o := range c.Offsets {
-		offs[o.TopicPartition] = Offset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitMs: c.NowMs}
+		offs[o.TopicPartition] = Offset{Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitMs: c.NowMs, Index: index}
 	}
 	return success()
 }
@@ -223,10 +237,11 @@ func (s *state) deleteOffsets(c *DeleteOffsets) Result {
 	return success()
 }
 
-// dropIfGone forgets a group with no members and no offsets left.
+// dropIfGone forgets a group with no members, no offsets and no pending
+// transactional offsets left (Kafka's GroupMetadata.hasOffsets).
 func (s *state) dropIfGone(name string) {
 	g := s.groups[name]
-	if g != nil && len(g.Members) == 0 && len(s.offsets[name]) == 0 {
+	if g != nil && len(g.Members) == 0 && len(s.offsets[name]) == 0 && len(s.pending[name]) == 0 {
 		delete(s.groups, name)
 		delete(s.offsets, name)
 	}
@@ -242,8 +257,11 @@ func (s *state) deleteGroups(c *DeleteGroups) Result {
 		case len(g.Members) > 0:
 			res.Codes[name] = codeOf(kerr.NonEmptyGroup)
 		default:
+			// Kafka deletes an empty group whatever its pending
+			// transactional offsets; its marker then finds nothing.
 			delete(s.groups, name)
 			delete(s.offsets, name)
+			delete(s.pending, name)
 			res.Codes[name] = 0
 		}
 	}
@@ -262,6 +280,7 @@ func (s *state) expire(c *Expire) Result {
 		}
 		s.dropIfGone(name)
 	}
+	s.expireProducers(c.NowMs, c.RetentionMs)
 	return success()
 }
 

@@ -29,6 +29,8 @@ type Command struct {
 	DeleteOffsets *DeleteOffsets `json:"delete_offsets,omitempty"`
 	DeleteGroups  *DeleteGroups  `json:"delete_groups,omitempty"`
 	Expire        *Expire        `json:"expire,omitempty"`
+	TxnCommit     *TxnCommit     `json:"txn_commit,omitempty"`
+	TxnMarker     *TxnMarker     `json:"txn_marker,omitempty"`
 }
 
 // Barrier is what a new leader proposes before it serves: once it is
@@ -111,6 +113,33 @@ type Expire struct {
 	RetentionMs int64 `json:"retention_ms"`
 }
 
+// TxnCommit is a TxnOffsetCommit: the offsets wait, pending for (Group,
+// ProducerID), until a TxnMarker of the producer commits or aborts them.
+// Generation, MemberID and InstanceID are KIP-447's checks (v3; -1 and
+// "" before).
+type TxnCommit struct {
+	TransactionalID string         `json:"transactional_id"`
+	ProducerID      int64          `json:"producer_id"`
+	ProducerEpoch   int16          `json:"producer_epoch"`
+	Group           string         `json:"group"`
+	Generation      int32          `json:"generation"`
+	MemberID        string         `json:"member_id,omitempty"`
+	InstanceID      string         `json:"instance_id,omitempty"`
+	Offsets         []CommitOffset `json:"offsets"`
+	NowMs           int64          `json:"now_ms"`
+}
+
+// TxnMarker ends a producer's transaction on this offsets partition: the
+// pending offsets of ProducerID in every group here become committed
+// offsets (Commit) or are dropped. As in Kafka, the marker names the
+// partition, not the groups: WriteTxnMarkers carries no group names.
+type TxnMarker struct {
+	ProducerID    int64 `json:"producer_id"`
+	ProducerEpoch int16 `json:"producer_epoch"`
+	Commit        bool  `json:"commit"`
+	NowMs         int64 `json:"now_ms"`
+}
+
 // Result is what applying a command returns to its proposer. Code is a
 // Kafka error code (0: success); Codes carries per-group codes for
 // DeleteGroups.
@@ -148,7 +177,8 @@ func DecodeCommand(b []byte) (*Command, error) {
 func (c *Command) fields() int {
 	n := 0
 	for _, set := range []bool{c.Barrier != nil, c.NewGeneration != nil, c.Assign != nil, c.Remove != nil,
-		c.ReplaceStatic != nil, c.Commit != nil, c.DeleteOffsets != nil, c.DeleteGroups != nil, c.Expire != nil} {
+		c.ReplaceStatic != nil, c.Commit != nil, c.DeleteOffsets != nil, c.DeleteGroups != nil, c.Expire != nil,
+		c.TxnCommit != nil, c.TxnMarker != nil} {
 		if set {
 			n++
 		}

@@ -44,6 +44,11 @@
 //	               assignment kept (no rebalance when nothing changed)
 //	Commit         offsets, checked at apply against generation and member
 //	DeleteOffsets, DeleteGroups, Expire, and Barrier (below)
+//	TxnCommit      a TxnOffsetCommit: offsets pending for (group,
+//	               producer id), checked at apply as at the coordinator
+//	TxnMarker      a transaction's marker for this partition: the
+//	               producer's pending offsets, in every group here,
+//	               become committed offsets or are dropped
 //
 // A rebalance started by a join is soft: after a failover the joiner
 // simply joins again. When a node becomes leader of an offsets partition
@@ -87,6 +92,22 @@
 //   - Offsets of an empty group expire OffsetsRetention after the later of
 //     the group becoming empty and the commit (KIP-211); the leader checks
 //     every ExpireInterval and proposes Expire with its clock.
+//   - Transactional offsets (KIP-98, KIP-447; txn.go): TxnCommit keeps
+//     them pending per group and producer id, invisible to OffsetFetch
+//     (Machine.Offsets) until the producer's TxnMarker. CheckTxnCommit is
+//     Kafka's validateOffsetCommit for transactions: generation -1 without
+//     a member is accepted whatever the group's members, and a commit
+//     during CompletingRebalance too; a stale epoch (below the latest the
+//     partition has seen from that producer id, in a TxnCommit or a
+//     marker: ProducerSeen, replicated) is INVALID_PRODUCER_EPOCH, after
+//     the marker too, as Kafka's producer state on the partition. On commit each pending offset replaces the
+//     committed one unless that was written after it (Offset.Index, the
+//     raft index of the entry that wrote it: Kafka's olderThan by log
+//     offset); on abort they are dropped. Machine.Unstable names the
+//     partitions with pending offsets, for OffsetFetch's require_stable
+//     (UNSTABLE_OFFSET_COMMIT). Pending offsets keep an empty group from
+//     expiring; DeleteGroups deletes an empty group with them (Kafka's
+//     handleDeleteGroups), and a later marker finds nothing.
 //
 // # Goroutines and locks
 //
@@ -126,6 +147,8 @@
 //     group records, as Kafka's are.
 //   - OffsetCommit and OffsetFetch are served up to v9 (v10 names topics
 //     by id only); DescribeGroups up to v5 (an unknown group is Dead).
-//   - Only the classic protocol; no KIP-848 ConsumerGroupHeartbeat, no
-//     transactional offset commits.
+//   - Only the classic protocol; no KIP-848 ConsumerGroupHeartbeat.
+//   - A producer's epoch is forgotten OffsetsRetention after it was last
+//     seen with nothing pending (an Expire drops it), where Kafka uses
+//     producer.id.expiration.ms.
 package groups

@@ -26,6 +26,12 @@ func fuzzGroupLog(f *testing.F) []string {
 		{DeleteOffsets: &DeleteOffsets{Group: "s", Partitions: []TopicPartition{tp(1)}}},
 		{Expire: &Expire{NowMs: 1 << 40, RetentionMs: 1}},
 		{DeleteGroups: &DeleteGroups{Groups: []string{"s", "g", "none"}}},
+		{TxnCommit: &TxnCommit{Group: "x", ProducerID: 4, Generation: -1, Offsets: []CommitOffset{{TopicPartition: tp(0), Offset: 2}}}},
+		{TxnCommit: &TxnCommit{Group: "g", ProducerID: 5, ProducerEpoch: 1, Generation: -1, Offsets: []CommitOffset{{TopicPartition: tp(0), Offset: 7}}}},
+		{TxnMarker: &TxnMarker{ProducerID: 4, ProducerEpoch: 2, Commit: true, NowMs: 5}},
+		{TxnCommit: &TxnCommit{Group: "g", ProducerID: 5, ProducerEpoch: 0, Generation: -1, Offsets: []CommitOffset{{TopicPartition: tp(1), Offset: 1}}}},
+		{TxnCommit: &TxnCommit{Group: "x", ProducerID: 4, ProducerEpoch: 1, Generation: -1, Offsets: []CommitOffset{{TopicPartition: tp(0), Offset: 3}}}},
+		{Expire: &Expire{NowMs: 1 << 41, RetentionMs: 1}},
 		{Barrier: &Barrier{Term: 3}},
 	} {
 		b, err := c.Encode()

@@ -48,7 +48,7 @@ func (m *Machine) Apply(e raftgroup.Entry) (any, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.st.apply(c), nil
+	return m.st.apply(c, e.Index), nil
 }
 
 // Group returns the group's replicated state, or nil. The caller must not
@@ -90,6 +90,36 @@ func (m *Machine) Offset(group string, tp TopicPartition) (Offset, bool) {
 	return o, ok
 }
 
+// Unstable returns, of the partitions asked (nil: all), those for which
+// group has transactional offsets waiting for their marker: OffsetFetch
+// with require_stable answers UNSTABLE_OFFSET_COMMIT for them (KIP-447).
+func (m *Machine) Unstable(group string, want []TopicPartition) map[TopicPartition]bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.st.pendingFor(group, want)
+}
+
+// Pending returns a copy of the group's pending transactional offsets by
+// producer id.
+func (m *Machine) Pending(group string) map[int64]*PendingTxn {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[int64]*PendingTxn, len(m.st.pending[group]))
+	for pid, p := range m.st.pending[group] {
+		out[pid] = p.clone()
+	}
+	return out
+}
+
+// Producer returns what the partition has seen of a transactional
+// producer.
+func (m *Machine) Producer(pid int64) (ProducerSeen, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.st.producers[pid]
+	return p, ok
+}
+
 // wouldExpire reports whether an Expire at nowMs would remove anything.
 func (m *Machine) wouldExpire(nowMs, retentionMs int64) bool {
 	m.mu.RLock()
@@ -98,7 +128,7 @@ func (m *Machine) wouldExpire(nowMs, retentionMs int64) bool {
 		if len(g.Members) > 0 {
 			continue
 		}
-		if len(m.st.offsets[name]) == 0 {
+		if len(m.st.offsets[name]) == 0 && len(m.st.pending[name]) == 0 {
 			return true
 		}
 		for _, o := range m.st.offsets[name] {
@@ -107,14 +137,26 @@ func (m *Machine) wouldExpire(nowMs, retentionMs int64) bool {
 			}
 		}
 	}
+	for pid, p := range m.st.producers {
+		if nowMs-p.LastMs >= retentionMs && !m.st.hasPending(pid) {
+			return true
+		}
+	}
 	return false
 }
 
 // snapshotDoc is the snapshot's encoding: JSON with sorted keys and
 // sorted offset lists, so equal states encode to equal bytes.
 type snapshotDoc struct {
-	Groups  map[string]*Group        `json:"groups"`
-	Offsets map[string][]savedOffset `json:"offsets"`
+	Groups    map[string]*Group        `json:"groups"`
+	Offsets   map[string][]savedOffset `json:"offsets"`
+	Pending   map[string][]savedTxn    `json:"pending,omitempty"`
+	Producers []savedProducer          `json:"producers,omitempty"`
+}
+
+type savedProducer struct {
+	ProducerID int64 `json:"producer_id"`
+	ProducerSeen
 }
 
 type savedOffset struct {
@@ -122,22 +164,46 @@ type savedOffset struct {
 	Offset
 }
 
+// savedTxn is one producer's pending offsets in a group.
+type savedTxn struct {
+	ProducerID    int64         `json:"producer_id"`
+	ProducerEpoch int16         `json:"producer_epoch"`
+	Offsets       []savedOffset `json:"offsets"`
+}
+
+// sortedOffsets lists offs by topic and partition.
+func sortedOffsets(offs map[TopicPartition]Offset) []savedOffset {
+	list := make([]savedOffset, 0, len(offs))
+	for tp, o := range offs {
+		list = append(list, savedOffset{tp, o})
+	}
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return list
+}
+
 // Snapshot encodes the whole state.
 func (m *Machine) Snapshot() ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	doc := snapshotDoc{Groups: m.st.groups, Offsets: map[string][]savedOffset{}}
+	doc := snapshotDoc{Groups: m.st.groups, Offsets: map[string][]savedOffset{}, Pending: map[string][]savedTxn{}}
 	for name, offs := range m.st.offsets {
-		list := make([]savedOffset, 0, len(offs))
-		for tp, o := range offs {
-			list = append(list, savedOffset{tp, o})
-		}
-		sort.Slice(list, func(i, j int) bool {
-			a, b := list[i], list[j]
-			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-		})
-		doc.Offsets[name] = list
+		doc.Offsets[name] = sortedOffsets(offs)
 	}
+	for name, byProducer := range m.st.pending {
+		list := make([]savedTxn, 0, len(byProducer))
+		for pid, p := range byProducer {
+			list = append(list, savedTxn{ProducerID: pid, ProducerEpoch: p.ProducerEpoch, Offsets: sortedOffsets(p.Offsets)})
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].ProducerID < list[j].ProducerID })
+		doc.Pending[name] = list
+	}
+	for pid, p := range m.st.producers {
+		doc.Producers = append(doc.Producers, savedProducer{pid, p})
+	}
+	sort.Slice(doc.Producers, func(i, j int) bool { return doc.Producers[i].ProducerID < doc.Producers[j].ProducerID })
 	return json.Marshal(doc)
 }
 
@@ -194,6 +260,25 @@ func decodeSnapshot(b []byte) (*state, error) {
 			offs[so.TopicPartition] = so.Offset
 		}
 		st.offsets[name] = offs
+	}
+	for name, list := range doc.Pending {
+		if st.groups[name] == nil {
+			return nil, fmt.Errorf("groups: decode snapshot: pending offsets of unknown group %q", name)
+		}
+		byProducer := map[int64]*PendingTxn{}
+		for _, sp := range list {
+			p := &PendingTxn{ProducerEpoch: sp.ProducerEpoch, Offsets: map[TopicPartition]Offset{}}
+			for _, so := range sp.Offsets {
+				p.Offsets[so.TopicPartition] = so.Offset
+			}
+			byProducer[sp.ProducerID] = p
+		}
+		if len(byProducer) > 0 {
+			st.pending[name] = byProducer
+		}
+	}
+	for _, sp := range doc.Producers {
+		st.producers[sp.ProducerID] = sp.ProducerSeen
 	}
 	return st, nil
 }

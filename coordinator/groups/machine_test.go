@@ -31,6 +31,9 @@ func busyHistory(t *testing.T) *harness {
 	h.commit("d", "", -1, 1)
 	h.c.DeleteGroups([]string{"d"})
 	h.commit("e", "", -1, 1)
+	h.txnCommit("tx", 7, 0, "", -1, map[int32]int64{0: 3})
+	h.txnCommit("tx", 8, 1, "", -1, map[int32]int64{0: 4, 1: 2})
+	h.c.TxnMarker(7, 0, true)
 	h.clk.advance(8 * 24 * 3600e9)
 	h.c.cfg.ExpireInterval = 1
 	h.c.Tick() // sessions expire (Remove) and offsets of empty groups expire

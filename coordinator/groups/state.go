@@ -74,6 +74,26 @@ type Offset struct {
 	// CommitMs is the proposing coordinator's clock at the commit; expiry
 	// is judged against it, never against a replica's own clock.
 	CommitMs int64 `json:"commit_ms"`
+	// Index is the raft index of the entry that wrote the offset: a
+	// transaction's offsets replace a committed one only if they were
+	// written after it (Kafka's CommitRecordMetadataAndOffset.olderThan).
+	Index uint64 `json:"index,omitempty"`
+}
+
+// ProducerSeen is the latest epoch of a producer id that committed
+// transactional offsets to an offsets partition, and when (entry time)
+// it was last seen; it is forgotten OffsetsRetention after, once nothing
+// of it is pending (Kafka expires producer state alike).
+type ProducerSeen struct {
+	Epoch  int16 `json:"epoch"`
+	LastMs int64 `json:"last_ms"`
+}
+
+// PendingTxn is one producer's transactional offsets in one group,
+// waiting for the transaction's marker.
+type PendingTxn struct {
+	ProducerEpoch int16                     `json:"producer_epoch"`
+	Offsets       map[TopicPartition]Offset `json:"-"`
 }
 
 // TopicPartition names one partition.
