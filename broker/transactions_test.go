@@ -624,7 +624,15 @@ func TestTxnCoord_VerifyTxn(t *testing.T) {
 			{"old epoch", x.id, x.ep - 1, 0, kerr.ProducerFenced.Code},
 			{"unknown id", "tx-none", 0, 0, kerr.InvalidProducerIDMapping.Code},
 		} {
-			if got := n.askTxnCoordinator(ctx, tc.id, x.pid, tc.epoch, "txv", tc.part); got != tc.want {
+			// NOT_ENOUGH_REPLICAS is the retriable answer while the
+			// id's coordinator loads (tx-none's partition may be
+			// another, not yet active).
+			got := n.askTxnCoordinator(ctx, tc.id, x.pid, tc.epoch, "txv", tc.part)
+			for deadline := time.Now().Add(10 * time.Second); got == kerr.NotEnoughReplicas.Code && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+				got = n.askTxnCoordinator(ctx, tc.id, x.pid, tc.epoch, "txv", tc.part)
+			}
+			if got != tc.want {
 				t.Errorf("node %d (coordinator %d) %s: %v, want %v", id, coord, tc.what, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 			}
 		}

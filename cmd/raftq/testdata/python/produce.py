@@ -2,8 +2,9 @@
 
 usage: produce.py kafka-python|confluent|confluent-txn BROKERS TOPIC VALUE
 
-confluent-txn is a transactional confluent-kafka producer: it prints the
-error init_transactions gives, whether it is fatal, and how long it took.
+confluent-txn is a transactional confluent-kafka producer: it commits a
+transaction of VALUE-commit and aborts one of VALUE-abort, then prints what
+a read_committed consumer of TOPIC reads.
 
 Used by cmd/raftq/e2e_python_test.go. Each client waits at most 10 s for
 metadata and delivery, so a broker that never makes the topic fails the
@@ -38,17 +39,33 @@ def confluent(brokers, topic, value):
 
 def confluent_txn(brokers, topic, value):
     import time
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import Consumer, Producer
     p = Producer({"bootstrap.servers": brokers, "transactional.id": topic,
                   "transaction.timeout.ms": 60000})
-    start = time.monotonic()
-    try:
-        p.init_transactions(20)
-    except KafkaException as e:
-        err = e.args[0]
-        print("fatal=%s after %.1fs: %s" % (err.fatal(), time.monotonic() - start, err.str()))
-        raise SystemExit(0)
-    raise SystemExit("init_transactions succeeded")
+    p.init_transactions(20)
+    for outcome in ("commit", "abort"):
+        p.begin_transaction()
+        p.produce(topic, ("%s-%s" % (value, outcome)).encode())
+        p.flush(15)
+        if outcome == "commit":
+            p.commit_transaction(20)
+        else:
+            p.abort_transaction(20)
+    c = Consumer({"bootstrap.servers": brokers, "group.id": topic + "-reader",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    c.subscribe([topic])
+    seen, deadline, quiet = [], time.monotonic() + 20, None
+    while time.monotonic() < deadline and (quiet is None or time.monotonic() < quiet):
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        seen.append(m.value().decode())
+        if quiet is None:
+            quiet = time.monotonic() + 2  # anything more shows by then
+    c.close()
+    print("read_committed=%s" % ",".join(seen))
+    raise SystemExit(0)
 
 
 def main():
