@@ -145,7 +145,7 @@ type Config struct {
 	TransactionalIDExpiration time.Duration
 	// txnMarkerAddr, set by tests only, names the Kafka address that
 	// WriteTxnMarkers for the partitions a broker leads go to, instead of
-	// its listener (txn_markers.go).
+	// its listener (txn_markers_send.go).
 	txnMarkerAddr func(broker uint64) string
 
 	// UnsafeAckBeforeCommit answers acks=all produce requests as soon as the

@@ -57,7 +57,7 @@
 // AddPartitionsToTxn v0-v5, AddOffsetsToTxn, EndTxn v0-v4 (v5 is KIP-890
 // part 2, not modelled), DescribeTransactions and ListTransactions are
 // answered there, each code through txns.ClientCode. Markers
-// (txn_markers.go): the coordinator's WriteMarkers sends WriteTxnMarkers
+// (txn_markers_send.go): the coordinator's WriteMarkers sends WriteTxnMarkers
 // to each partition leader's Kafka listener, one request per leader,
 // over a kgo client per broker address (txn_client.go, which negotiates
 // versions); what is not acknowledged is retried at the next Tick and,

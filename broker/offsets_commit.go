@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/coordinator/groups"
 	"github.com/raftq/raftq/transport/kafka"
 )
@@ -50,24 +51,33 @@ func (n *Node) commitRequest(r *kmsg.OffsetCommitRequest) ([][]int16, groups.Com
 	pre := make([][]int16, len(r.Topics))
 	for i, t := range r.Topics {
 		pre[i] = make([]int16, len(t.Partitions))
-		topic := st.Topics[t.Topic]
 		for j, p := range t.Partitions {
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
-				pre[i][j] = kerr.UnknownTopicOrPartition.Code
-			case len(meta) > maxOffsetMetadata:
-				pre[i][j] = kerr.OffsetMetadataTooLarge.Code
-			default:
-				cr.Offsets = append(cr.Offsets, groups.CommitOffset{TopicPartition: groups.TopicPartition{Topic: t.Topic, Partition: p.Partition},
-					Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: meta})
+			var o groups.CommitOffset
+			if o, pre[i][j] = commitOffset(st, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata); pre[i][j] == 0 {
+				cr.Offsets = append(cr.Offsets, o)
 			}
 		}
 	}
 	return pre, cr
+}
+
+// commitOffset checks one partition of an offset commit (plain or
+// transactional): an unknown topic or partition, or metadata above
+// maxOffsetMetadata, gets its code; otherwise the offset to commit.
+func commitOffset(st *coordinator.State, topic string, partition int32, offset int64, leaderEpoch int32, metadata *string) (groups.CommitOffset, int16) {
+	meta := ""
+	if metadata != nil {
+		meta = *metadata
+	}
+	t := st.Topics[topic]
+	switch {
+	case t == nil || partition < 0 || int(partition) >= len(t.Partitions):
+		return groups.CommitOffset{}, kerr.UnknownTopicOrPartition.Code
+	case len(meta) > maxOffsetMetadata:
+		return groups.CommitOffset{}, kerr.OffsetMetadataTooLarge.Code
+	}
+	return groups.CommitOffset{TopicPartition: groups.TopicPartition{Topic: topic, Partition: partition},
+		Offset: offset, LeaderEpoch: leaderEpoch, Metadata: meta}, 0
 }
 
 func fillCommit(r *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, code func(i, j int) int16) {

@@ -57,20 +57,10 @@ func (n *Node) txnCommitRequest(r *kmsg.TxnOffsetCommitRequest) ([][]int16, grou
 	pre := make([][]int16, len(r.Topics))
 	for i, t := range r.Topics {
 		pre[i] = make([]int16, len(t.Partitions))
-		topic := st.Topics[t.Topic]
 		for j, p := range t.Partitions {
-			meta := ""
-			if p.Metadata != nil {
-				meta = *p.Metadata
-			}
-			switch {
-			case topic == nil || p.Partition < 0 || int(p.Partition) >= len(topic.Partitions):
-				pre[i][j] = kerr.UnknownTopicOrPartition.Code
-			case len(meta) > maxOffsetMetadata:
-				pre[i][j] = kerr.OffsetMetadataTooLarge.Code
-			default:
-				tr.Offsets = append(tr.Offsets, groups.CommitOffset{TopicPartition: groups.TopicPartition{Topic: t.Topic, Partition: p.Partition},
-					Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: meta})
+			var o groups.CommitOffset
+			if o, pre[i][j] = commitOffset(st, t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata); pre[i][j] == 0 {
+				tr.Offsets = append(tr.Offsets, o)
 			}
 		}
 	}

@@ -167,7 +167,7 @@ func (n *Node) serveAddOffsetsToTxn(c *kafka.Conn, req *kafka.Request) kafka.Pen
 
 // serveEndTxn commits or aborts a transaction: answered once
 // PrepareCommit or PrepareAbort is replicated; the coordinator then
-// writes the markers until done (txn_markers.go). Served up to v4: v5 is
+// writes the markers until done (txn_markers_send.go). Served up to v4: v5 is
 // KIP-890 part 2, which the state machine does not model.
 func (n *Node) serveEndTxn(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.EndTxnRequest)
