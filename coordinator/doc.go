@@ -38,8 +38,7 @@
 // partition so left offline elects, once every replica has reported its
 // log end, the one ending at the newest epoch, furthest: isr_recover.go); a
 // broker registering with a new StartID (a restart) is fenced, leaves ISR
-// and ELR (keeping its ELR places in topics with flush.messages=1 when
-// it registers with KeepsFlushedELR), and is then unfenced. A broker about to stop proposes its ControlledShutdown
+// and ELR, and is then unfenced. A broker about to stop proposes its ControlledShutdown
 // (KIP-841, shutdown.go): it is fenced as a dead broker is (keeping its
 // ELR places, as a clean shutdown does) while it still serves, and stays
 // ineligible to lead, join an ISR or take leadership back by leader
@@ -129,8 +128,7 @@
 // not share a cluster: an older one would ignore the new fields. A new
 // command (ControlledShutdown, SetMaintenance) is proposed only when every
 // registered broker says it applies it (Broker.ControlledShutdown,
-// Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData;
-// Broker.KeepsFlushedELR changes how its own registration applies).
+// Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData).
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:

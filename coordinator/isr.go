@@ -77,15 +77,14 @@ func (s *State) forEachISR(fn func(t *Topic, p Partition) (Partition, bool)) {
 // Kafka's handleBrokerFenced does: id stays only as an ISR's last member
 // when ELR is off. With lostData (the broker restarted and may have lost
 // its unflushed tail) it also leaves every ELR, as KIP-966's unclean
-// shutdown does, except, with keepFlushed, in topics that flush every
-// message (a crash loses nothing such a replica counted).
-func (s *State) fenceISR(id uint64, lostData, keepFlushed bool) {
+// shutdown does.
+func (s *State) fenceISR(id uint64, lostData bool) {
 	s.forEachISR(func(t *Topic, p Partition) (Partition, bool) {
 		if !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) && p.Leader != id && !reported(p, id) {
 			return p, false
 		}
 		c := isrChange{setISR: true, isr: without(p.ISR, id)}
-		if lostData && !(keepFlushed && t.ConfigInt("flush.messages") == 1) {
+		if lostData {
 			c.uncleanShutdown = id
 		}
 		n := s.rules(t, id).build(p, c)

@@ -528,34 +528,6 @@ func TestAlterPartition_LostDataResigns(t *testing.T) {
 	})
 }
 
-// A restart with Broker.KeepsFlushedELR keeps the replica eligible in
-// topics with flush.messages=1 (a crash loses nothing it counted), and
-// only there; a registration without it drops it as KIP-966 does.
-func TestRegisterBroker_KeepsFlushedELR(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		flush string
-		keep  bool
-		elr   []uint64
-	}{
-		{"flushed topic, new registration", "1", true, ids(2)},
-		{"flushed topic, old registration", "1", false, nil},
-		{"unflushed topic, new registration", "", true, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := map[string]string{"min.insync.replicas": "2"}
-			if tc.flush != "" {
-				cfg["flush.messages"] = tc.flush
-			}
-			m := isrCluster(t, 3, cfg, []uint64{1, 2, 3})
-			applyChecked(t, m, &Command{UpdateFeatures: &UpdateFeatures{EligibleLeaderReplicas: true}})
-			alter(t, m, alterItem(m.View(), part(m, 0), 1, 2))
-			applyChecked(t, m, &Command{RegisterBroker: &Broker{ID: 2, KafkaAddr: "h:2", Incarnation: "2", StartID: "start-2", KeepsFlushedELR: tc.keep}})
-			wantPartition(t, part(m, 0), 1, ids(1), tc.elr)
-		})
-	}
-}
-
 // An offline ISR partition (no leader, ISR, ELR or last known leader)
 // elects, once every replica has reported where its log ends, the one
 // ending at the newest epoch and then furthest, Recovering; a report

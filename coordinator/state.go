@@ -71,13 +71,6 @@ type Broker struct {
 	// and LogEnd; they are proposed only when every registered broker
 	// does.
 	ResignLostData bool `json:"resign_lost_data,omitempty"`
-	// KeepsFlushedELR: the registration of a restart keeps the broker in
-	// the ELR of topics with flush.messages=1. A crash loses only
-	// unflushed records, and under that policy a replica counts none
-	// (damage is reported apart: AlterPartitionItem.LostData). KIP-966
-	// drops every restarted replica from the ELR; registrations without
-	// it replay that way.
-	KeepsFlushedELR bool `json:"keeps_flushed_elr,omitempty"`
 }
 
 // Eligible reports whether b may lead partitions and join ISRs: alive

@@ -246,3 +246,28 @@ func TestReplica_DamagedCheckpointAndFlippedEpoch(t *testing.T) {
 		t.Fatalf("Restore = %v, want a GapError at 20", err)
 	}
 }
+
+// TestReplica_DamagedStagedSnapshot: a snapshot staged before a crash
+// whose log was damaged on disk since is refused at Restore with the
+// hole (a GapError), not adopted with a checkpoint it does not match.
+func TestReplica_DamagedStagedSnapshot(t *testing.T) {
+	leader := newReplicaHarness(t)
+	for i := range 5 {
+		leader.produce(1, plainBatch(t, fmt.Sprint(i)))
+	}
+	data, _ := leader.r.Snapshot()
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: new(leader.index), Term: new(uint64(1))}}
+	body, _ := leader.r.SnapshotBody(snap)
+	f := newReplicaHarness(t)
+	if err := f.r.ReceiveSnapshot(snap, body); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.r.Close() // crash after raft saved the snapshot, before Restore
+	seg := segFile(fmt.Sprintf("%s.snap-%d", f.dir, leader.index), 0, logSuffix)
+	truncateFile(t, seg, batchPositions(t, seg)[2])
+	f.open()
+	var gap *GapError
+	if err := f.r.Restore(snap); !errors.As(err, &gap) || gap.End != 2 || gap.Next != 5 {
+		t.Fatalf("Restore of a damaged staged log = %v, want a GapError [2, 5)", err)
+	}
+}

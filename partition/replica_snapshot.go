@@ -334,6 +334,11 @@ func (r *Replica) Restore(snap *raftpb.Snapshot) error {
 	if cp.Applied != idx {
 		return fmt.Errorf("partition: restore snapshot %d: staged checkpoint is at %d", idx, cp.Applied)
 	}
+	if end := r.Log().EndOffset(); end < cp.Next {
+		// The staged copy was damaged on disk after it was made durable:
+		// the next open finds the same hole, for FillReplica.
+		return &GapError{Dir: r.cfg.Dir, End: end, Next: cp.Next}
+	}
 	r.unanchored = false // the staged checkpoint anchors it
 	r.adopt(cp)
 	r.discardStaged(idx)
