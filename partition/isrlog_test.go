@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 
@@ -338,6 +339,20 @@ func TestISRLog_FlippedLeaderEpoch(t *testing.T) {
 		r := openISR(t, dir, cfg)
 		if r.EndOffset() != 4 || !r.LostData() {
 			t.Fatalf("end %d, lost data %v; want the log cut at 4 and lost data", r.EndOffset(), r.LostData())
+		}
+	})
+	t.Run("raised above the next batch's, no checkpoint", func(t *testing.T) {
+		dir, cfg := fill(t)
+		for slot := range 2 {
+			if err := os.Remove(isrCheckpointPath(dir, slot)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+		seg := segFile(dir, 0, logSuffix)
+		flipByte(t, seg, batchPositions(t, seg)[1]+offLeaderEpoch+3) // epoch 1 becomes 65, above batch 2's 1
+		r := openISR(t, dir, cfg)
+		if r.EndOffset() != 1 || !r.LostData() || r.LatestEpoch() != 1 {
+			t.Fatalf("end %d, lost data %v, latest epoch %d; want the log cut at the raised batch 1", r.EndOffset(), r.LostData(), r.LatestEpoch())
 		}
 	})
 	t.Run("newer than the leader's", func(t *testing.T) {

@@ -100,6 +100,10 @@ func open(dir string, cfg Config, epochs epochCheck) (*Log, error) {
 	}
 	l.end.set(l.active().next)
 	l.setHW(l.start)
+	if err := l.cutSuspect(); err != nil {
+		_ = l.Close()
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
 	return l, nil
 }
 
