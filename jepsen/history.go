@@ -44,11 +44,14 @@ const (
 	// FStart and FStop begin and end a named fault.
 	FStart F = "start"
 	FStop  F = "stop"
+	// FTxn runs one Kafka transaction: optional polls of the process's
+	// read_committed consumer, then sends, then a commit or an abort.
+	FTxn F = "txn"
 )
 
 func (f F) valid() bool {
 	switch f {
-	case FSend, FPoll, FAssign, FSubscribe, FCrash, FFinalRead, FStart, FStop:
+	case FSend, FPoll, FAssign, FSubscribe, FCrash, FFinalRead, FStart, FStop, FTxn:
 		return true
 	}
 	return false
@@ -86,6 +89,9 @@ type Op struct {
 
 	// Send is the record of a send; on ok it carries the assigned offset.
 	Send *SendValue `json:"send,omitempty"`
+	// Txn is a transaction's sends and how it ended. Its polls' records
+	// are in Reads, as a poll's are.
+	Txn *TxnValue `json:"txn,omitempty"`
 	// Reads holds what a poll or final read returned, per partition. A
 	// final read's invocation names its one partition here with no records.
 	Reads []PartitionRead `json:"reads,omitempty"`
@@ -119,6 +125,28 @@ type SendValue struct {
 
 // TP returns the send's topic-partition.
 func (s *SendValue) TP() TP { return TP{s.Topic, s.Partition} }
+
+// TxnValue is what one transaction sent and how it ended.
+//
+// A txn op completes ok when its commit was acknowledged (every send is
+// visible to read_committed readers), fail when it definitely did not
+// commit (its abort was acknowledged, or it ended before any send reached a
+// broker), and info otherwise. A txn's polls run before its sends, so its
+// Reads never hold its own records; they are observations whatever the
+// txn's outcome.
+type TxnValue struct {
+	// ID is the transactional id of the producer that ran the txn.
+	ID string `json:"id"`
+	// Sends are the txn's records in the order sent; in a completion each
+	// carries the offset its produce acknowledged, or NoOffset.
+	Sends []SendValue `json:"sends"`
+	// Abort says the txn was meant to end with an abort, not a commit.
+	Abort bool `json:"abort,omitempty"`
+	// EndStart is when the commit or abort (EndTxn) was called, on the
+	// history's clock, or 0 when it never was. No read_committed read that
+	// completed before it may return the txn's records.
+	EndStart int64 `json:"end_start,omitempty"`
+}
 
 // PartitionRead is what one read returned from one partition.
 type PartitionRead struct {
@@ -161,6 +189,11 @@ func (o Op) Completion(t Type) Op {
 	if o.Send != nil {
 		s := *o.Send
 		c.Send = &s
+	}
+	if o.Txn != nil {
+		t := *o.Txn
+		t.Sends = append([]SendValue(nil), o.Txn.Sends...)
+		c.Txn = &t
 	}
 	c.Reads = append([]PartitionRead(nil), o.Reads...)
 	c.Seeks = append([]Seek(nil), o.Seeks...)
