@@ -627,11 +627,11 @@ func TestTxnCoord_VerifyTxn(t *testing.T) {
 			// NOT_ENOUGH_REPLICAS is the retriable answer while the
 			// id's coordinator loads (tx-none's partition may be
 			// another, not yet active).
-			got := n.askTxnCoordinator(ctx, tc.id, x.pid, tc.epoch, "txv", tc.part)
-			for deadline := time.Now().Add(10 * time.Second); got == kerr.NotEnoughReplicas.Code && time.Now().Before(deadline); {
-				time.Sleep(50 * time.Millisecond)
+			var got int16
+			eventually(t, "an answer other than NOT_ENOUGH_REPLICAS", func() bool {
 				got = n.askTxnCoordinator(ctx, tc.id, x.pid, tc.epoch, "txv", tc.part)
-			}
+				return got != kerr.NotEnoughReplicas.Code
+			})
 			if got != tc.want {
 				t.Errorf("node %d (coordinator %d) %s: %v, want %v", id, coord, tc.what, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 			}

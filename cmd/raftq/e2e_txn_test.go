@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,11 +67,11 @@ func e2eTransactions(t *testing.T, c *chaos.Cluster, mode string, tc topicConfig
 	saramaTxn(t, c, topic, &log, mode+"-sarama-t1", false)
 
 	for p := range int32(2) {
-		got := readIsolated(ctx, t, c, topic, p, kgo.ReadCommitted(), len(log.committed[p]))
+		got := readIsolated(ctx, t, c, topic, p, kgo.ReadCommitted())
 		if !slices.Equal(got, log.committed[p]) {
 			t.Errorf("%s-%d read_committed: %d records %q, want the %d committed %q", topic, p, len(got), got, len(log.committed[p]), log.committed[p])
 		}
-		got = readIsolated(ctx, t, c, topic, p, kgo.ReadUncommitted(), len(log.all[p]))
+		got = readIsolated(ctx, t, c, topic, p, kgo.ReadUncommitted())
 		if !slices.Equal(got, log.all[p]) {
 			t.Errorf("%s-%d read_uncommitted: %d records, want all %d sent", topic, p, len(got), len(log.all[p]))
 		}
@@ -149,26 +150,48 @@ func saramaTxn(t *testing.T, c *chaos.Cluster, topic string, log *txnLog, prefix
 	log.add(recs, commit)
 }
 
-// readIsolated reads topic/p from the start at the isolation level until
-// it has want records, then a second more, and returns the values.
-func readIsolated(ctx context.Context, t *testing.T, c *chaos.Cluster, topic string, p int32, level kgo.IsolationLevel, want int) []string {
+// readIsolated reads topic/p from the start at the isolation level and
+// returns the values before an end mark: a plain record it appends first.
+// Every transaction has ended by then, so the mark lies past every marker
+// and a read_committed reader reaches it only after judging every record
+// before it; no wait for records that should not come is needed. Earlier
+// end marks are left out of the result.
+func readIsolated(ctx context.Context, t *testing.T, c *chaos.Cluster, topic string, p int32, level kgo.IsolationLevel) []string {
 	t.Helper()
+	mark := fmt.Sprintf("%s%d-%d", endMarkPrefix, p, time.Now().UnixNano())
+	pr := e2eClient(t, c, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := pr.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(mark)}).FirstErr(); err != nil {
+		t.Fatalf("%s-%d: append the end mark: %v", topic, p, err)
+	}
 	cl := e2eClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(0)}}),
 		kgo.FetchIsolationLevel(level), kgo.FetchMaxWait(200*time.Millisecond))
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	var got []string
-	deadline := time.Now().Add(30 * time.Second)
-	var extra time.Time
-	for time.Now().Before(deadline) && (extra.IsZero() || time.Now().Before(extra)) {
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
-		if len(got) >= want && extra.IsZero() {
-			extra = time.Now().Add(time.Second) // anything past what is expected shows now
+	for {
+		fs := cl.PollFetches(rctx)
+		if rctx.Err() != nil {
+			t.Fatalf("%s-%d: the end mark not read in 30s; read %d records", topic, p, len(got))
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			v := string(r.Value)
+			switch {
+			case done:
+			case v == mark:
+				done = true
+			case !strings.HasPrefix(v, endMarkPrefix):
+				got = append(got, v)
+			}
+		})
+		if done {
+			return got
 		}
 	}
-	return got
 }
+
+// endMarkPrefix begins the values readIsolated appends.
+const endMarkPrefix = "end-mark-"
 
 // fenceFranz starts a second producer with the first one's transactional
 // id: its InitProducerId bumps the epoch, and the first one's next
