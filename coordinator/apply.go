@@ -82,7 +82,7 @@ func (s *State) registerBroker(b *Broker, index uint64) Result {
 	old, known := s.Brokers[b.ID]
 	restarted := known && old.StartID != b.StartID
 	if restarted {
-		s.fenceISR(b.ID, true)
+		s.fenceISR(b.ID, true, b.RestartForgetsLeader)
 	}
 	nb := *b
 	nb.Alive = true
@@ -107,7 +107,7 @@ func (s *State) setAlive(a *SetAlive) Result {
 	s.Brokers[a.ID] = &nb
 	switch {
 	case b.Alive && !a.Alive:
-		s.fenceISR(a.ID, false)
+		s.fenceISR(a.ID, false, false)
 	case !b.Alive && a.Alive:
 		s.unfenceISR(a.ID)
 	}

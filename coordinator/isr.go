@@ -77,8 +77,9 @@ func (s *State) forEachISR(fn func(t *Topic, p Partition) (Partition, bool)) {
 // Kafka's handleBrokerFenced does: id stays only as an ISR's last member
 // when ELR is off. With lostData (the broker restarted and may have lost
 // its unflushed tail) it also leaves every ELR, as KIP-966's unclean
-// shutdown does.
-func (s *State) fenceISR(id uint64, lostData bool) {
+// shutdown does, and with forgetLeader it stops being any partition's
+// last known leader (Broker.RestartForgetsLeader).
+func (s *State) fenceISR(id uint64, lostData, forgetLeader bool) {
 	s.forEachISR(func(t *Topic, p Partition) (Partition, bool) {
 		if !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) && p.Leader != id && !reported(p, id) {
 			return p, false
@@ -86,6 +87,9 @@ func (s *State) fenceISR(id uint64, lostData bool) {
 		c := isrChange{setISR: true, isr: without(p.ISR, id)}
 		if lostData {
 			c.uncleanShutdown = id
+		}
+		if lostData && forgetLeader {
+			c.restartedLeader = id
 		}
 		n := s.rules(t, id).build(p, c)
 		return n, !samePartition(p, n)

@@ -40,9 +40,15 @@ type isrChange struct {
 	uncleanShutdown uint64 // a replica that lost unflushed data (0: none)
 	// lostData is a replica whose log lost durable records (0: none): it
 	// leaves even as the last ISR member and is not the last known leader.
-	lostData  uint64
-	preferred bool // elect the first replica if it can lead
-	unclean   bool // allow an unclean election whatever the topic says (ElectLeaders.Unclean)
+	lostData uint64
+	// restartedLeader is a replica that restarted and may have lost
+	// what it held, as one whose log says so has (0: none): it is no
+	// longer the last known leader, so that a partition left without
+	// ISR and ELR goes to unclean recovery (isr_recover.go), which
+	// compares every replica's log, rather than to it.
+	restartedLeader uint64
+	preferred       bool // elect the first replica if it can lead
+	unclean         bool // allow an unclean election whatever the topic says (ElectLeaders.Unclean)
 }
 
 // electionKind says where a leader came from; ELR and unclean leaders
@@ -89,7 +95,7 @@ func (r isrRules) build(p Partition, c isrChange) Partition {
 		n.ELR = nil
 	}
 	n.LastKnownLeader = r.lastKnownLeader(p, n)
-	if c.lostData != 0 && n.LastKnownLeader == c.lostData {
+	if lkl := n.LastKnownLeader; lkl != 0 && (lkl == c.lostData || lkl == c.restartedLeader) {
 		n.LastKnownLeader = 0
 	}
 	n.LogEnds = r.keptLogEnds(n)

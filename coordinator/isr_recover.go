@@ -10,7 +10,10 @@ import (
 // with no leader and no replica known to hold every committed record (no
 // ISR, ELR or last known leader), when its last leader resigned because
 // its log lost durable records (resignLostData), or every replica
-// restarted uncleanly. Kafka then waits for an operator's unclean
+// restarted uncleanly, the last leader among them
+// (Broker.RestartForgetsLeader: a disk may cut synced records at a log's
+// end in a way no check finds, so a restarted last leader's log is
+// compared with the others', not trusted). Kafka then waits for an operator's unclean
 // election, which takes any replica, however short its log. Here every
 // live replica reports where its log ends (AlterPartitionItem.LogEnd),
 // and once all of them have, the one whose log ends at the newest epoch,

@@ -317,6 +317,46 @@ func TestELR_LastReplicaStanding(t *testing.T) {
 	}
 }
 
+// A last known leader that restarts, registering with
+// RestartForgetsLeader, is no longer trusted to hold every committed
+// record (its disk may have lost some): the partition waits for every
+// replica's log end, and the best log leads. (Without the field, as in
+// TestELR_LastReplicaStanding, it leads again as before.)
+func TestELR_LastKnownLeaderRestartedGoesToRecovery(t *testing.T) {
+	m := isrCluster(t, 3, map[string]string{"min.insync.replicas": "2"}, []uint64{1, 2, 3})
+	applyChecked(t, m, &Command{UpdateFeatures: &UpdateFeatures{EligibleLeaderReplicas: true}})
+	alter(t, m, alterItem(m.View(), part(m, 0), 1, 2))
+	alter(t, m, alterItem(m.View(), part(m, 0), 1))
+	register(t, m, 1, "start-2")
+	setAlive(t, m, 3, false)
+	setAlive(t, m, 2, false)
+	if p := part(m, 0); p.LastKnownLeader != 2 {
+		t.Fatalf("last known leader %d, want 2", p.LastKnownLeader)
+	}
+	for _, id := range []uint64{2, 3} {
+		applyChecked(t, m, &Command{RegisterBroker: &Broker{ID: id, KafkaAddr: fmt.Sprintf("h:%d", id), Incarnation: fmt.Sprint(id),
+			StartID: "start-3", RestartForgetsLeader: true}})
+	}
+	p := part(m, 0)
+	wantPartition(t, p, 0, nil, nil)
+	if p.LastKnownLeader != 0 {
+		t.Fatalf("the restarted last known leader is still the fallback: %+v", p)
+	}
+	for _, r := range []struct {
+		id  uint64
+		end int64
+	}{{2, 5}, {1, 9}, {3, 7}} {
+		p, b := part(m, 0), m.View().Brokers[r.id]
+		alter(t, m, AlterPartitionItem{Group: p.Group, Leader: r.id, PartitionEpoch: p.PartitionEpoch,
+			ISR: []ISRMember{{ID: r.id, BrokerEpoch: b.Epoch}}, LogEnd: &ReplicaLogEnd{Broker: r.id, LastEpoch: 2, End: r.end}})
+	}
+	p = part(m, 0)
+	wantPartition(t, p, 1, ids(1), nil)
+	if !p.Recovering {
+		t.Errorf("recovered leader without Recovering: %+v", p)
+	}
+}
+
 // A fenced ELR member that comes back without restarting (a pause, a
 // partition) is still eligible.
 func TestELR_PausedMemberStaysEligible(t *testing.T) {

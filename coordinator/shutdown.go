@@ -24,6 +24,6 @@ func (s *State) controlledShutdown(c *ControlledShutdown) Result {
 	nb := *b
 	nb.ShuttingDown = true
 	s.Brokers[c.ID] = &nb
-	s.fenceISR(c.ID, false)
+	s.fenceISR(c.ID, false, false)
 	return Result{}
 }

@@ -71,6 +71,14 @@ type Broker struct {
 	// and LogEnd; they are proposed only when every registered broker
 	// does.
 	ResignLostData bool `json:"resign_lost_data,omitempty"`
+	// RestartForgetsLeader asks that this registration, when it is a
+	// restart, also end the broker's place as any partition's last
+	// known leader: a disk can lose synced records at a log's end in a
+	// way no check finds, so a restarted last leader is not trusted to
+	// hold every committed record, and a partition with no ISR or ELR
+	// left goes to unclean recovery instead. Registrations without it
+	// (logs of earlier binaries) replay as before.
+	RestartForgetsLeader bool `json:"restart_forgets_leader,omitempty"`
 }
 
 // Eligible reports whether b may lead partitions and join ISRs: alive

@@ -54,7 +54,7 @@ func (s *Sim) newISRController() {
 	for _, n := range s.nodes {
 		replicas = append(replicas, n.id)
 		s.ctrlApply(&coordinator.Command{RegisterBroker: &coordinator.Broker{ID: n.id, KafkaAddr: fmt.Sprintf("n%d:9092", n.id),
-			Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, 1), ResignLostData: true}})
+			Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, 1), ResignLostData: true, RestartForgetsLeader: true}})
 	}
 	// Kafka promises no acknowledged loss under single power losses only
 	// with ELR (the last replica standing) and flush.messages=1 (the
@@ -243,7 +243,7 @@ func (s *Sim) isrLiveness() {
 				n.isrRegister = false
 				s.note("isr: node %d registers again (start %d): fenced out of its ISRs", n.id, n.isrInc)
 				s.ctrlApply(&coordinator.Command{RegisterBroker: &coordinator.Broker{ID: n.id, KafkaAddr: fmt.Sprintf("n%d:9092", n.id),
-					Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, n.isrInc), ResignLostData: true}})
+					Incarnation: fmt.Sprint(n.id), StartID: startID(n.id, n.isrInc), ResignLostData: true, RestartForgetsLeader: true}})
 			} else if b != nil && !b.Alive {
 				s.note("isr: node %d is alive again", n.id)
 				s.ctrlApply(&coordinator.Command{SetAlive: &coordinator.SetAlive{ID: n.id, Alive: true}})

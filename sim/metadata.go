@@ -518,7 +518,7 @@ func (s *Sim) registration(node uint64) *coordinator.Broker {
 	return &coordinator.Broker{
 		ID: node, KafkaAddr: fmt.Sprintf("n%d:9092", node), PeerAddr: fmt.Sprintf("n%d:7000", node),
 		AdminAddr: fmt.Sprintf("n%d:8080", node), Rack: fmt.Sprintf("r%d", node%2), Incarnation: inc,
-		StartID: s.mach.starts[node], ControlledShutdown: true, SetMaintenance: true, ElectUnclean: true, ResignLostData: true,
+		StartID: s.mach.starts[node], ControlledShutdown: true, SetMaintenance: true, ElectUnclean: true, ResignLostData: true, RestartForgetsLeader: true,
 	}
 }
 
