@@ -1,0 +1,35 @@
+// Package auth is raftq's server side of SASL: the mechanisms a Kafka
+// client may authenticate with (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and
+// OAUTHBEARER) and the SCRAM credentials they check. It knows nothing of
+// connections or Kafka frames; transport/kafka carries the tokens
+// (SaslHandshake, SaslAuthenticate) and the metadata group stores the
+// credentials.
+//
+// # Sessions
+//
+// NewSession starts one authentication with one mechanism. Step takes
+// each client token and returns the server's answer; once Done, Principal
+// names who authenticated ("User:<name>", Kafka's principal form). A
+// session fails once and for good: after an error every Step returns
+// ErrAuthFailed again, so a client cannot retry inside one session.
+//
+// # Invariants
+//
+//   - Passwords are never stored. A Credential holds what RFC 5802 §3
+//     calls the server's stored values: salt, iteration count, StoredKey
+//     and ServerKey, from which no password can be recovered without a
+//     dictionary attack costing Iterations HMACs per guess.
+//   - PLAIN checks a password against the user's SCRAM credential (as
+//     Redpanda does): it derives StoredKey from the password and the
+//     stored salt and iterations and compares in constant time. There is
+//     no second password store to drift from the first.
+//   - Whether a user exists is not revealed by answers or timing: an
+//     unknown user gets a decoy credential (salt and keys derived from the
+//     Lookup's decoy key and the name, so the same name always sees the
+//     same salt) and the conversation runs to the end, failing at the
+//     proof exactly as a wrong password does. Every failure the client
+//     sees is the one ErrAuthFailed.
+//   - Tokens over MaxTokenBytes are refused before parsing.
+//   - Every parser here is fuzzed (FuzzSessions): no input panics, and no
+//     input authenticates without the credential's password.
+package auth
