@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,17 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(testBinary))
 	}
 	os.Exit(code)
+}
+
+func TestSetup_NamesTxnRuns(t *testing.T) {
+	c := DefaultRaftqConfig()
+	if s := c.setup().String(); strings.Contains(s, "txn") {
+		t.Errorf("setup of a run without txns: %q", s)
+	}
+	c.Run.Workload.Txn = true
+	if s := c.setup(); !s.Txn || !strings.Contains(s.String(), " txn=true") {
+		t.Errorf("setup of a txn run: %+v %q", s, s.String())
+	}
 }
 
 var (
