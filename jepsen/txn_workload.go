@@ -245,10 +245,7 @@ func (t *transactor) produce(ctx context.Context, sends []SendValue) (errs []err
 		return errs, false
 	case <-grace.C:
 		t.close()
-		<-done
-		for i := range sends {
-			sends[i].Offset = NoOffset
-		}
+		<-done // sends acknowledged before the close keep their offsets
 		return errs, true
 	}
 }

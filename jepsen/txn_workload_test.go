@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/chaos"
 )
@@ -277,5 +280,77 @@ func TestTxnWorkload_AgainstRaftq(t *testing.T) {
 	}
 	if markers == 0 {
 		t.Errorf("no partition's final read ended below hw-1: %+v", final)
+	}
+}
+
+// TestTxn_Outcomes runs single transactions against kfake with faults
+// on its requests and checks how each is classified.
+func TestTxn_Outcomes(t *testing.T) {
+	c := newFake(t, kfake.NumBrokers(1))
+	cfg := fakeWorkload(c)
+	cfg.Txn, cfg.ReadCommitted = true, true
+	cfg.Partitions, cfg.TxnSends = 2, 3
+	cfg.OpTimeout = 2 * time.Second
+	rec := NewRecorder(nil)
+	w, err := NewWorkload(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tr := &transactor{w: w, rng: w.rng(0), id: "jepsen-txn-0", cons: &consumer{w: w, next: map[int32]int64{}}}
+	defer tr.close()
+	if err := tr.open(); err != nil {
+		t.Fatal(err)
+	}
+	last := func() Op { h := rec.History(); return h[len(h)-1] }
+	run := func(name string, abort bool, want Type) Op {
+		t.Helper()
+		w.cfg.TxnAbortP = 0
+		if abort {
+			w.cfg.TxnAbortP = 1
+		}
+		if got := tr.txn(ctx, false); got != want {
+			t.Fatalf("%s: %s (%s), want %s", name, got, last().Error, want)
+		}
+		op := last()
+		if op.Type != want || op.F != FTxn || op.Txn.Abort != abort {
+			t.Fatalf("%s: recorded %+v", name, op)
+		}
+		return op
+	}
+
+	op := run("commit", false, OK)
+	for _, s := range op.Txn.Sends {
+		if s.Offset < 0 {
+			t.Errorf("commit: send %s without an offset", s.Value)
+		}
+	}
+	if op.Txn.EndStart <= 0 || op.Txn.EndStart > op.Time {
+		t.Errorf("commit: end start %d, completion at %d", op.Txn.EndStart, op.Time)
+	}
+	op = run("abort", true, Fail)
+	if op.Txn.EndStart <= 0 || op.Txn.Sends[0].Offset < 0 {
+		t.Errorf("abort: end start %d, sends %+v", op.Txn.EndStart, op.Txn.Sends)
+	}
+
+	// A send the broker rejects: the txn aborts and nothing commits.
+	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.InvalidRecord, Count: 1})
+	op = run("rejected send", false, Fail)
+	h.Remove()
+	if !strings.Contains(op.Error, "send") || op.Txn.EndStart <= 0 {
+		t.Errorf("rejected send: error %q, end start %d", op.Error, op.Txn.EndStart)
+	}
+
+	// A commit whose answer is an unknown server error may have landed:
+	// info, whatever the abort after it did.
+	h = c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, Err: kerr.UnknownServerError, Count: 1})
+	op = run("commit unconfirmed", false, Info)
+	h.Remove()
+	if !strings.Contains(op.Error, "commit") {
+		t.Errorf("commit unconfirmed: error %q", op.Error)
 	}
 }
