@@ -100,9 +100,9 @@ func (t *transactor) close() {
 	}
 }
 
-// txnPollWait bounds a txn's poll: a poll with nothing to read waits the
-// whole bound, and the transaction is not open on any broker yet, but
-// its op is.
+// txnPollWait bounds a txn's poll, shorter than a poll op's OpTimeout: a
+// poll with nothing new to read waits the whole bound, and it holds up
+// the txn op (though not yet the transaction, which no broker has seen).
 func (c WorkloadConfig) txnPollWait() time.Duration {
 	return min(c.OpTimeout, max(4*c.FetchMaxWait, 500*time.Millisecond))
 }

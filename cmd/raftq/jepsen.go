@@ -67,7 +67,7 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.IntVar(&w.TxnSends, "txn-sends", w.TxnSends, "with --txn: most sends per transaction, each to a random partition")
 	fs.Float64Var(&w.TxnAbortP, "txn-abort-p", w.TxnAbortP, "with --txn: chance a transaction is meant to abort")
 	fs.Float64Var(&w.TxnPollP, "txn-poll-p", w.TxnPollP, "with --txn: chance a transaction first polls its process's read_committed consumer")
-	fs.StringSliceVar(&f.allow, "allow", nil, "checkers whose anomalies are reported but do not fail the run: "+strings.Join(jepsen.CheckerNames, ", "))
+	fs.StringSliceVar(&f.allow, "allow", nil, "checkers whose anomalies are reported but do not fail the run (replaces --txn's): "+strings.Join(jepsen.CheckerNames, ", "))
 	fs.BoolVar(&w.Idempotent, "idempotent", true, "idempotent producers (default false with --unsafe-ack-before-commit)")
 	fs.StringVar(&w.PollMode, "poll-mode", w.PollMode, "consumers: assign (seek) or subscribe (consumer groups)")
 	fs.DurationVar(&w.OpTimeout, "op-timeout", w.OpTimeout, "a send or poll without an answer by then is indefinite")
