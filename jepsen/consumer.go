@@ -66,6 +66,7 @@ func (c *consumer) assign() {
 		// An out-of-range seek is an error in the poll's read, not a silent
 		// jump back to the start that would look like a nonmonotonic poll.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		c.w.isolation(),
 	)
 	comp := inv.Completion(OK)
 	if err != nil {
@@ -118,6 +119,7 @@ func (c *consumer) subscribe() {
 		kgo.OnPartitionsLost(c.onRebalance),
 		kgo.FetchMaxWait(cfg.FetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		c.w.isolation(),
 	)
 	comp := inv.Completion(OK)
 	if err != nil {
@@ -172,17 +174,9 @@ func (c *consumer) close() {
 // when the client is closed.
 func (c *consumer) poll(ctx context.Context) {
 	inv := c.w.rec.Invoke(Op{Process: c.proc, F: FPoll})
-	pctx, cancel := context.WithTimeout(ctx, c.w.cfg.OpTimeout)
-	fetches := c.cl.PollFetches(pctx)
-	cancel()
+	fetches, reads, notes := c.fetch(ctx, c.w.cfg.OpTimeout)
 	comp := inv.Completion(OK)
-	comp.Reads = collectReads(fetches)
-	var notes []string
-	fetches.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) {
-			notes = append(notes, err.Error())
-		}
-	})
+	comp.Reads = reads
 	if fetches.IsClientClosed() {
 		comp.Type = Fail
 	}
@@ -193,15 +187,32 @@ func (c *consumer) poll(ctx context.Context) {
 		comp.Rebalanced = c.takeRebalanced()
 	}
 	comp.Error = strings.Join(notes, "; ")
-	for _, r := range comp.Reads {
-		if n := len(r.Records); n > 0 {
-			c.next[r.Partition] = r.Records[n-1].Offset + 1
-		}
-	}
 	c.w.rec.Complete(comp)
 	if c.w.cfg.PollMode == PollSubscribe {
 		c.cl.AllowRebalance()
 	}
+}
+
+// fetch polls once for at most timeout and returns the fetches, their
+// reads and notes of the partition errors other than the timeout, and
+// moves the consumer's positions past the records read.
+func (c *consumer) fetch(ctx context.Context, timeout time.Duration) (kgo.Fetches, []PartitionRead, []string) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	fetches := c.cl.PollFetches(pctx)
+	cancel()
+	reads := collectReads(fetches)
+	var notes []string
+	fetches.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			notes = append(notes, err.Error())
+		}
+	})
+	for _, r := range reads {
+		if n := len(r.Records); n > 0 {
+			c.next[r.Partition] = r.Records[n-1].Offset + 1
+		}
+	}
+	return fetches, reads, notes
 }
 
 func (c *consumer) commit(ctx context.Context, fetches kgo.Fetches) error {

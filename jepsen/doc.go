@@ -43,10 +43,55 @@
 // high watermark kgo reported. Optional client crashes (CrashP) end the
 // process. One token bucket bounds the ops of all processes.
 //
+// With Txn (`raftq jepsen run --txn`) the producers run Kafka transactions
+// instead, and every consumer and final read is read_committed. Worker i
+// owns a kgo client with transactional id "jepsen-txn-<i>", the same for
+// each of its successive processes, so a new process's InitProducerId
+// fences its predecessor and aborts whatever transaction that left open;
+// the transaction timeout is 2*OpTimeout+1s (room for the sends and the
+// end). A txn op's invocation names its ID, its planned sends (1 to
+// TxnSends, each to a random partition, values "p<process>-<seq>" as a
+// producer's) and whether it is meant to abort (TxnAbortP). The op runs
+// BeginTransaction; with chance TxnPollP first one poll (bounded by
+// 4*FetchMaxWait, at least 500 ms, at most OpTimeout) of the process's own
+// read_committed consumer, whose records and high watermarks go in the
+// op's Reads; then all sends at once (Produce, then waiting for every
+// acknowledgement, at most OpTimeout plus one second); then EndTransaction
+// with EndStart noted on the history clock just before it. That consumer
+// is made by assign ops of the same process, recorded as in assign mode
+// (a subset of the partitions, each seeking to 0 or where it left off); a
+// txn that would poll without one, or by chance one in ReassignEvery,
+// assigns instead. The outcome:
+//
+//   - ok: every send acknowledged (each carries its offset) and the commit
+//     acknowledged.
+//   - fail: no commit was requested and an abort was acknowledged: the
+//     txn was meant to abort, or a send failed (AbortBufferedRecords, then
+//     EndTransaction(TryAbort)); or kgo refused the commit before sending
+//     it (kerr.OperationNotAttempted) and the abort then succeeded; or
+//     BeginTransaction failed (nothing was sent; the client is replaced).
+//   - info: a commit that returned any other error (it may have landed,
+//     whatever the abort after it says), an abort that returned an error,
+//     or sends still unanswered after OpTimeout plus one second (the
+//     client is closed, nothing ends the transaction but the fence or the
+//     timeout). The process ends; its worker goes on with new clients.
+//
+// Sends keep the offset of their acknowledgement in every outcome;
+// unacknowledged ones have NoOffset.
+//
 // After the workload and the final heal, FinalReads reads every partition
 // with a new client from offset 0 until it has read below a high watermark
 // that stayed put across two ListOffsets calls; that read is a final-read op,
 // ok when complete, info (keeping what it read) when it ran out of time.
+// Read_committed final reads keep control records (kgo.KeepControlRecords)
+// to know their position and record only data: the last offsets below the
+// high watermark may be commit or abort markers. Such a fetch serves
+// nothing at or past the last stable offset, so a read served up to hw-1
+// (a record or a marker there) has seen every transaction below hw decided
+// and returned every committed record below it; aborted records kgo drops
+// by the fetch's aborted-transaction list. An offset below hw a complete
+// read did not return holds a marker or an aborted record. A transaction
+// left open keeps the read waiting until the coordinator aborts it.
 //
 // # Checkers and their exact definitions
 //

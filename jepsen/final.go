@@ -53,10 +53,21 @@ func (w *Workload) finalRead(ctx context.Context, p int32) {
 
 // readAll consumes tp from 0 until it has read below a high watermark that
 // did not move between two listings, and returns the records below it.
+//
+// With ReadCommitted the read is read_committed and keeps control records
+// (commit and abort markers) only to know where it is: they take offsets,
+// the last ones below the high watermark may be markers, and kgo returns
+// no record at them otherwise. A read_committed fetch serves nothing at or
+// past the last stable offset, so having been served up to the high
+// watermark (a data record or a marker at hw-1) means every transaction
+// below it was decided and every committed record below it was returned;
+// aborted ones kgo drops with the fetch's aborted-transaction list.
 func (w *Workload) readAll(ctx context.Context, tp TP) ([]Record, int64, error) {
 	cl, err := w.client(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tp.Topic: {tp.Partition: kgo.NewOffset().At(0)}}),
 		kgo.FetchMaxWait(w.cfg.FetchMaxWait),
+		w.isolation(),
+		kgo.KeepControlRecords(),
 	)
 	if err != nil {
 		return nil, NoOffset, err
@@ -113,7 +124,8 @@ func endOffset(ctx context.Context, adm *kadm.Client, tp TP) (int64, error) {
 	}
 }
 
-// pollUntil polls until a record at or past hw-1 arrives.
+// pollUntil polls until a record at or past hw-1 arrives. Control records
+// move the position but are not kept.
 func pollUntil(ctx context.Context, cl *kgo.Client, tp TP, recs []Record, next, hw int64) ([]Record, int64, error) {
 	for next < hw {
 		fetches := cl.PollFetches(ctx)
@@ -124,7 +136,9 @@ func pollUntil(ctx context.Context, cl *kgo.Client, tp TP, recs []Record, next, 
 			return recs, next, fmt.Errorf("read %s: %w", tp, kgo.ErrClientClosed)
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
-			recs = append(recs, Record{Offset: r.Offset, Value: string(r.Value)})
+			if !r.Attrs.IsControl() {
+				recs = append(recs, Record{Offset: r.Offset, Value: string(r.Value)})
+			}
 			next = max(next, r.Offset+1)
 		})
 	}

@@ -62,6 +62,10 @@ func (r *Recorder) Complete(c Op) Op {
 // Began returns when the recorder's clock started: time 0 of the history.
 func (r *Recorder) Began() time.Time { return r.start }
 
+// Now returns the history clock's time: nanoseconds since Began, the
+// time an op recorded now would be stamped with.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
 // History returns a copy of the ops recorded so far.
 func (r *Recorder) History() History {
 	r.mu.Lock()

@@ -226,13 +226,13 @@ func Recheck(dir string, cfg CheckConfig) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Setup = previousSetup(dir)
+	res.Setup = PreviousSetup(dir)
 	return res, writeReport(dir, h, res)
 }
 
-// previousSetup is the setup results.json in dir names, or nil: the
+// PreviousSetup is the setup results.json in dir names, or nil: the
 // history does not hold it, so a recheck carries it over.
-func previousSetup(dir string) *Setup {
+func PreviousSetup(dir string) *Setup {
 	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		return nil

@@ -34,6 +34,8 @@ type Setup struct {
 	ELR        bool   `json:"eligible_leader_replicas"`
 	Acks       string `json:"acks"`
 	Idempotent bool   `json:"idempotent"`
+	// Txn says the producers ran transactions (WorkloadConfig.Txn).
+	Txn bool `json:"txn,omitempty"`
 	// Nemesis lists the fault kinds of a random schedule, or "script:" and
 	// the script's name; "none" for a run without faults.
 	Nemesis []string `json:"nemesis"`
@@ -124,6 +126,7 @@ func (s Setup) Map() map[string]string {
 		"elr":                  strconv.FormatBool(s.ELR),
 		"acks":                 s.Acks,
 		"idempotent":           strconv.FormatBool(s.Idempotent),
+		"txn":                  txnSetting(s.Txn),
 		"nemesis":              strings.Join(s.Nemesis, ","),
 		"seed":                 strconv.FormatUint(s.Seed, 10),
 		"time":                 s.Duration.String(),
@@ -141,6 +144,14 @@ func (s Setup) Map() map[string]string {
 		}
 	}
 	return m
+}
+
+// txnSetting shows txn=true on the setup line of txn runs only.
+func txnSetting(on bool) string {
+	if on {
+		return "true"
+	}
+	return ""
 }
 
 // String is the setup's line, key=value pairs in key order.
@@ -175,6 +186,7 @@ func (c RaftqConfig) setup() Setup {
 		ELR:               boolFlag(c.ServerArgs, elrFlag),
 		Acks:              w.Acks,
 		Idempotent:        w.Idempotent,
+		Txn:               w.Txn,
 		Seed:              c.Schedule.Seed,
 		Duration:          w.Duration,
 		LazyFS:            lazyFSModel(c.lazyFS(), c.Writeback),

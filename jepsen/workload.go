@@ -76,6 +76,22 @@ type WorkloadConfig struct {
 	// CrashP is the chance per consumer op that the consumer's client is
 	// torn down (recorded as a crash) and a new process takes over.
 	CrashP float64
+	// Txn makes the producers run Kafka transactions (TxnSends sends
+	// each, across partitions, some aborted on purpose) instead of single
+	// sends. It needs AcksAll, Idempotent and ReadCommitted.
+	Txn bool
+	// TxnSends is the most sends one transaction makes (at least 1; each
+	// transaction draws 1..TxnSends, each to a random partition).
+	TxnSends int
+	// TxnPollP is the chance that a transaction first polls its
+	// process's read_committed consumer; TxnAbortP the chance that it is
+	// meant to abort.
+	TxnPollP  float64
+	TxnAbortP float64
+	// ReadCommitted makes every consumer and the final reads fetch with
+	// read_committed isolation (no aborted or still open transactional
+	// records); on whenever Txn is.
+	ReadCommitted bool
 	// FinalReadTimeout bounds the final read of each partition.
 	FinalReadTimeout time.Duration
 	// Seed makes the workload's choices repeatable.
@@ -93,6 +109,7 @@ func DefaultWorkloadConfig() WorkloadConfig {
 		Duration: 60 * time.Second, Acks: AcksAll, Idempotent: true,
 		OpTimeout: 5 * time.Second, FetchMaxWait: 250 * time.Millisecond,
 		PollMode: PollAssign, Group: "jepsen", ReassignEvery: 16,
+		TxnSends: 4, TxnPollP: 0.5, TxnAbortP: 0.2,
 		FinalReadTimeout: 60 * time.Second, Seed: 1,
 	}
 }
@@ -130,6 +147,14 @@ func (c WorkloadConfig) Validate() error {
 		return fmt.Errorf("op limit %d: %w", c.OpLimit, ErrBadConfig)
 	case c.CrashP < 0 || c.CrashP > 1:
 		return fmt.Errorf("crash probability %g: %w", c.CrashP, ErrBadConfig)
+	case c.TxnPollP < 0 || c.TxnPollP > 1 || c.TxnAbortP < 0 || c.TxnAbortP > 1:
+		return fmt.Errorf("txn poll probability %g, abort probability %g: %w", c.TxnPollP, c.TxnAbortP, ErrBadConfig)
+	case c.Txn && (c.TxnSends < 1 || c.TxnSends > maxTxnSends):
+		return fmt.Errorf("txn sends %d, want 1..%d: %w", c.TxnSends, maxTxnSends, ErrBadConfig)
+	case c.Txn && (c.Acks != AcksAll || !c.Idempotent):
+		return fmt.Errorf("transactions need acks=all and an idempotent producer: %w", ErrBadConfig)
+	case c.Txn && !c.ReadCommitted:
+		return fmt.Errorf("transactions need read_committed consumers (ReadCommitted): %w", ErrBadConfig)
 	}
 	for k := range c.TopicConfigs {
 		if k == "" {
@@ -183,6 +208,14 @@ func (w *Workload) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	return cl, nil
 }
 
+// isolation is the consumers' fetch isolation level.
+func (w *Workload) isolation() kgo.Opt {
+	if w.cfg.ReadCommitted {
+		return kgo.FetchIsolationLevel(kgo.ReadCommitted())
+	}
+	return kgo.FetchIsolationLevel(kgo.ReadUncommitted())
+}
+
 // Setup creates the topic when asked to.
 func (w *Workload) Setup(ctx context.Context) error {
 	if !w.cfg.CreateTopic {
@@ -220,7 +253,11 @@ func (w *Workload) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.produce(ctx, stopAt, i)
+			if w.cfg.Txn {
+				w.transact(ctx, stopAt, i)
+			} else {
+				w.produce(ctx, stopAt, i)
+			}
 		}()
 	}
 	for i := range w.cfg.Consumers {

@@ -33,6 +33,7 @@ type jepsenFlags struct {
 	configs     []string
 	schedule    string
 	logLevel    string
+	allow       []string
 	now         func() time.Time
 }
 
@@ -62,6 +63,11 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.DurationVar(&s.Membership.Settle, "membership-settle", s.Membership.Settle, "how long a membership fault's stop waits for its moves before it cancels them (never past the next fault step)")
 	fs.StringSliceVar(&f.corruptCls, "corrupt-files", nil, "files corrupt faults damage: segment, index, checkpoint, wal (default all)")
 	fs.StringSliceVar(&f.corruptDmg, "corrupt-damage", nil, "what corrupt faults do to them: flip (a few bits), truncate (default both)")
+	fs.BoolVar(&w.Txn, "txn", false, "producers run Kafka transactions (commits and aborts over several partitions, after an optional read_committed poll) instead of single sends; consumers and final reads read_committed; allows "+strings.Join(txnAllowed, " and ")+" unless --allow is given")
+	fs.IntVar(&w.TxnSends, "txn-sends", w.TxnSends, "with --txn: most sends per transaction, each to a random partition")
+	fs.Float64Var(&w.TxnAbortP, "txn-abort-p", w.TxnAbortP, "with --txn: chance a transaction is meant to abort")
+	fs.Float64Var(&w.TxnPollP, "txn-poll-p", w.TxnPollP, "with --txn: chance a transaction first polls its process's read_committed consumer")
+	fs.StringSliceVar(&f.allow, "allow", nil, "checkers whose anomalies are reported but do not fail the run (replaces --txn's): "+strings.Join(jepsen.CheckerNames, ", "))
 	fs.BoolVar(&w.Idempotent, "idempotent", true, "idempotent producers (default false with --unsafe-ack-before-commit)")
 	fs.StringVar(&w.PollMode, "poll-mode", w.PollMode, "consumers: assign (seek) or subscribe (consumer groups)")
 	fs.DurationVar(&w.OpTimeout, "op-timeout", w.OpTimeout, "a send or poll without an answer by then is indefinite")
@@ -74,6 +80,23 @@ func bindJepsenFlags(fs *pflag.FlagSet) *jepsenFlags {
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "nodes answer acks=all before commit (to test the checkers)")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
 	return f
+}
+
+// txnAllowed are the checkers a txn run allows unless --allow says
+// otherwise: Kafka transactions are atomic but not isolated, so two
+// concurrent transactions may write two partitions in opposite orders, a
+// write cycle (G0, and G1c with reads) Kafka's model permits.
+var txnAllowed = []string{"G0", "G1c"}
+
+// txnAllowedCheckers returns the txnAllowed checkers this build has.
+func txnAllowedCheckers() []string {
+	var out []string
+	for _, n := range txnAllowed {
+		if slices.Contains(jepsen.CheckerNames, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func kindNames(ks []chaos.Kind) []string {
@@ -152,6 +175,13 @@ func (f *jepsenFlags) config(fs *pflag.FlagSet, logger *slog.Logger) (jepsen.Raf
 	}
 	if !fs.Changed("idempotent") && (c.UnsafeAckBeforeCommit || w.Acks != jepsen.AcksAll) {
 		w.Idempotent = false // idempotent batches are acknowledged only after apply; and need acks=all
+	}
+	w.ReadCommitted = w.Txn
+	switch {
+	case fs.Changed("allow"):
+		c.Run.Check.Allowed = f.allow
+	case w.Txn:
+		c.Run.Check.Allowed = append(slices.Clone(c.Run.Check.Allowed), txnAllowedCheckers()...)
 	}
 	if f.concurrency < 2 {
 		return c, usageError{fmt.Errorf("--concurrency %d: want at least 2 (a producer and a consumer)", f.concurrency)}

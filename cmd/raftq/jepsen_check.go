@@ -14,7 +14,8 @@ import (
 // report beside it (results.json, plots, index.html) and prints the
 // verdict as the run does. It judges the history alone: node crashes and
 // run errors, which the run also counted, are not in it. It exits
-// non-zero unless every checker passed (or is allowed).
+// non-zero unless every checker passed (or is allowed). Without --allow a
+// txn run's history is checked with G0 and G1c allowed, as the run was.
 func runJepsenCheck(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "jepsen check", "DIR")
 	cfg := jepsen.DefaultCheckConfig()
@@ -28,10 +29,13 @@ func runJepsenCheck(_ context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one report directory: raftq jepsen check [flags] DIR")}
 	}
+	dir := fs.Arg(0)
+	if s := jepsen.PreviousSetup(dir); !fs.Changed("allow") && s != nil && s.Txn {
+		cfg.Allowed = append(cfg.Allowed, txnAllowedCheckers()...) // as the txn run did
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	dir := fs.Arg(0)
 	res, err := jepsen.Recheck(dir, cfg)
 	if err != nil {
 		return err
