@@ -35,6 +35,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives counts and latencies; nil means none.
 	Observer Observer
+	// SASL, when set, makes every connection authenticate first (see
+	// SASLConfig); nil serves anyone, as Kafka's PLAINTEXT listener.
+	SASL *SASLConfig
 	// Listen opens the listener; nil means net.Listen. Tests inject
 	// listeners through it.
 	Listen func(network, address string) (net.Listener, error)
@@ -68,6 +71,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("kafka config: MaxInFlight %d outside [1, 65536]", c.MaxInFlight)
 	case c.IdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0:
 		return fmt.Errorf("kafka config: negative timeout (idle %s, read %s, write %s)", c.IdleTimeout, c.ReadTimeout, c.WriteTimeout)
+	case c.SASL != nil && c.SASL.Lookup == nil:
+		return errors.New("kafka config: SASL without a credential Lookup")
+	case c.SASL != nil && c.SASL.ReauthAfter < 0:
+		return fmt.Errorf("kafka config: negative SASL ReauthAfter %s", c.SASL.ReauthAfter)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ type Conn struct {
 
 	clientID atomic.Pointer[string]
 	software atomic.Pointer[ClientSoftware]
+	sasl     saslState // SASLConfig listeners only; see sasl.go
 
 	// slots holds one token per request read and not yet written; the
 	// reader blocks on it at Config.MaxInFlight. queue carries requests

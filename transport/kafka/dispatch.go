@@ -15,6 +15,7 @@ type item struct {
 	respVersion  int16 // the version the response must have
 	corr         int32
 	flexible     bool    // response header v1
+	raw          bool    // a bare SASL token, written without a header
 	outcome      Outcome // reported when the response is written
 	pending      Pending
 	received     time.Time
@@ -23,6 +24,9 @@ type item struct {
 // dispatch decodes frame and either starts it on the handler or answers
 // it with an error the server builds. An error closes the connection.
 func (c *Conn) dispatch(frame []byte, received time.Time) (item, error) {
+	if c.sasl.v0 {
+		return c.rawToken(frame, received)
+	}
 	h, req, body, err := decodeHeader(frame)
 	if err != nil {
 		return item{}, err
@@ -37,6 +41,12 @@ func (c *Conn) dispatch(frame []byte, received time.Time) (item, error) {
 	}
 	c.noteSoftware(req)
 	it.flexible = responseHeaderFlexible(h, req)
+	if c.srv.cfg.SASL != nil {
+		it, handled, err := c.gate(it, h, req)
+		if err != nil || handled {
+			return it, err
+		}
+	}
 	it.pending = c.start(&Request{Header: h, Body: req, Size: len(frame), Received: received})
 	return it, nil
 }

@@ -93,6 +93,32 @@
 // A peer that closes its side at a frame boundary gets the responses to
 // every request it sent before the server closes the connection.
 //
+// # SASL
+//
+// With Config.SASL the listener is Kafka's SASL_PLAINTEXT: the server
+// answers SaslHandshake (v0-1) and SaslAuthenticate (v0-2) itself with
+// the mechanisms of package auth, and adds both keys to the handler's
+// ApiVersions answer. Invariants:
+//
+//   - Until a connection authenticates, the handler sees only its
+//     ApiVersions requests; any other request closes it
+//     (ErrUnauthenticated), as Kafka does.
+//   - After SaslHandshake v0 the next frame is a bare token and the
+//     answer a bare token (no header), written in order with the rest.
+//   - A failed authentication is answered (SASL_AUTHENTICATION_FAILED,
+//     or ILLEGAL_SASL_STATE for a SaslAuthenticate out of sequence) and
+//     every later request closes the connection (ErrSASLFailed); a
+//     failure in v0 framing closes it at once.
+//   - Conn.Principal is "User:<name>" once authenticated (and
+//     "User:ANONYMOUS" on a listener without SASL). A re-authentication
+//     (KIP-368) must name the same principal.
+//   - A session lasts SASLConfig.ReauthAfter, or until its token's
+//     expiry if sooner, reported as SessionLifetimeMs (v1+); a request
+//     after that, other than the SASL ones, closes the connection.
+//   - The SASL state belongs to the reader goroutine: a connection's
+//     requests are decided in arrival order, so a request pipelined
+//     behind a SaslAuthenticate is judged after it.
+//
 // # Shutdown
 //
 // Close stops accepting, cancels every connection's context, closes the

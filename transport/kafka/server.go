@@ -55,7 +55,11 @@ func start(cfg Config, h Handler, hooks testHooks) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	apis, err := newAPITable(h.APIs())
+	ranges := h.APIs()
+	if cfg.SASL != nil {
+		ranges = append(ranges, saslAPIs()...)
+	}
+	apis, err := newAPITable(ranges)
 	if err != nil {
 		return nil, err
 	}

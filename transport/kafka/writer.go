@@ -95,11 +95,15 @@ func (w *respWriter) handle(it item) error {
 		w.batch = append(w.batch, it)
 		return nil
 	}
-	if err := checkResponse(it, resp); err != nil {
+	if err := checkResponse(it, resp); err != nil && !it.raw {
 		return err
 	}
 	start := len(w.out)
-	w.out = appendResponseHeader(w.out, it.corr, it.flexible)
+	if it.raw {
+		w.out = append(w.out, 0, 0, 0, 0)
+	} else {
+		w.out = appendResponseHeader(w.out, it.corr, it.flexible)
+	}
 	w.out = resp.AppendTo(w.out)
 	if err := patchSize(w.out[start:], len(w.out)-start-4); err != nil {
 		w.out = w.out[:start]
