@@ -128,7 +128,6 @@ func TestSASL_FranzGoClients(t *testing.T) {
 	}
 }
 
-
 // rawToken writes a bare SASL token frame and reads the bare answer.
 func (r *rawClient) rawToken(tok []byte) ([]byte, error) {
 	r.t.Helper()
