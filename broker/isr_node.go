@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -204,6 +205,11 @@ func brokerEpochIn(s *coordinator.State, id uint64) uint64 {
 	return 0
 }
 
+// reportedIn says whether p holds a log end report of broker id.
+func reportedIn(p coordinator.Partition, id uint64) bool {
+	return slices.ContainsFunc(p.LogEnds, func(e coordinator.ReplicaLogEnd) bool { return e.Broker == id })
+}
+
 // openISRReplication opens this node's replica of an ISR partition; it
 // takes a role at its first updateISR.
 func (n *Node) openISRReplication(ref coordinator.PartitionRef, dir string) (*isrReplication, error) {
@@ -293,7 +299,7 @@ func isrState(s *coordinator.State, ref coordinator.PartitionRef, self uint64) i
 	return isr.State{Leader: p.Leader, LeaderEpoch: epochOf(p.LeaderTerm), PartitionEpoch: p.PartitionEpoch,
 		Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, Recovering: p.Recovering, LastKnownLeader: p.LastKnownLeader,
 		MinISR:      int(min(max(ref.Topic.ConfigInt("min.insync.replicas"), 1), math.MaxInt32)),
-		BrokerEpoch: brokerEpochIn(s, self)}
+		BrokerEpoch: brokerEpochIn(s, self), Reported: reportedIn(*p, self)}
 }
 
 // flushPolicy is a topic's flush.messages and flush.ms. Their default,

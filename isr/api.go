@@ -124,6 +124,10 @@ type State struct {
 	MinISR int
 	// BrokerEpoch is this node's broker epoch in the same metadata.
 	BrokerEpoch uint64
+	// Reported says group 0 holds this replica's log end report for
+	// unclean recovery (coordinator.Partition.LogEnds): a report dropped
+	// when its broker was fenced must be made again.
+	Reported bool
 }
 
 // Role is what a replica does in its partition.

@@ -60,10 +60,12 @@ type Partition struct {
 	resigning <-chan coordinator.ItemResult
 	resigned  int32
 	// reporting is the answer to the log end report in flight for an
-	// offline partition (recover.go), reportedAt the partition epoch
-	// group 0 took one at (-1: none).
-	reporting  <-chan coordinator.ItemResult
-	reportedAt int32
+	// offline partition (recover.go). updates counts the states taken,
+	// and reportedUpd is updates when group 0 took the last report (0:
+	// none): a report is not repeated before a newer state comes.
+	reporting   <-chan coordinator.ItemResult
+	updates     uint64
+	reportedUpd uint64
 
 	// Read without mu by waiters: leadingEpoch is the epoch this replica
 	// leads, -1 when it does not; enoughISR is the leader's AfterAppendOK.
@@ -86,7 +88,7 @@ func newPartition(m *Manager, cfg PartitionConfig) (*Partition, error) {
 		_ = l.Close()
 		return nil, err
 	}
-	p := &Partition{m: m, cfg: cfg, log: l, logger: logger, role: RoleNone, epoch: -1, lead: lead, changed: make(chan struct{}), lostData: l.LostData(), resigned: -1, reportedAt: -1}
+	p := &Partition{m: m, cfg: cfg, log: l, logger: logger, role: RoleNone, epoch: -1, lead: lead, changed: make(chan struct{}), lostData: l.LostData(), resigned: -1}
 	p.flush.policy = cfg.Flush
 	p.leadingEpoch.Store(-1)
 	// What recovery found may be a dead process's page cache: made
@@ -110,6 +112,7 @@ func (p *Partition) Update(s State) {
 		return
 	}
 	p.st = cloneState(s)
+	p.updates++
 	p.retryAt = time.Time{}
 	p.checkLostData(s)
 	now := p.m.now()

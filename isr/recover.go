@@ -6,13 +6,17 @@ import "github.com/raftq/raftq/coordinator"
 // could elect cleanly) recovers once every replica has told group 0
 // where its log ends: group 0 then elects the one ending at the newest
 // epoch, furthest (coordinator/isr_recover.go, after KIP-966's unclean
-// recovery). A replica reports once per partition epoch, and again on
-// the expiration tick while group 0 has not taken its report.
+// recovery). A replica reports when group 0 holds no report of its
+// (State.Reported), unless it has reported and no newer state came
+// since, and again on the expiration tick while group 0 has not taken
+// its report. Group 0 drops the report of a broker it fences without a
+// new partition epoch, so the state, not the epoch, says when to report
+// again.
 
 // maybeReportLogEnd proposes this replica's log end for the offline
 // partition of the state just taken. The owner holds mu.
 func (p *Partition) maybeReportLogEnd() {
-	if !p.st.offline() || p.reporting != nil || p.reportedAt == p.st.PartitionEpoch {
+	if !p.st.offline() || p.reporting != nil || p.st.Reported || p.reportedUpd == p.updates {
 		return
 	}
 	end, epoch := p.log.EndOffset(), p.log.LatestEpoch()
@@ -39,7 +43,7 @@ func (p *Partition) retryReportLogEnd() {
 	case res, ok := <-p.reporting:
 		p.reporting = nil
 		if ok && res.Err == nil {
-			p.reportedAt = res.Partition.PartitionEpoch
+			p.reportedUpd = p.updates
 		}
 	default:
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/raftq/raftq/coordinator"
@@ -142,7 +143,8 @@ func (s *Sim) publishISR() {
 			if i < len(n.isrParts) && n.isrParts[i] != nil {
 				n.isrParts[i].Update(isr.State{Leader: p.Leader, LeaderEpoch: int32(p.LeaderTerm), PartitionEpoch: p.PartitionEpoch,
 					Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR, Recovering: p.Recovering, LastKnownLeader: p.LastKnownLeader,
-					MinISR: int(t.ConfigInt("min.insync.replicas")), BrokerEpoch: n.isrEpoch})
+					MinISR: int(t.ConfigInt("min.insync.replicas")), BrokerEpoch: n.isrEpoch,
+					Reported: slices.ContainsFunc(p.LogEnds, func(e coordinator.ReplicaLogEnd) bool { return e.Broker == n.id })})
 			}
 		}
 	}
