@@ -37,6 +37,8 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.ElectLeaders.Int16(), 2, n.serveElectLeaders)
 	route(kmsg.WriteTxnMarkers.Int16(), 1, n.serveWriteTxnMarkers)
 	route(kmsg.DescribeProducers.Int16(), 0, n.serveDescribeProducers)
+	route(kmsg.DescribeUserSCRAMCredentials.Int16(), 0, n.serveDescribeUserScramCredentials) // scram_users.go
+	route(kmsg.AlterUserSCRAMCredentials.Int16(), 0, n.serveAlterUserScramCredentials)
 	n.routeGroups(route)
 	n.routeTxns(route) // txn_coordinator.go
 	n.apis = m.APIs()

@@ -51,6 +51,8 @@ func apply(s *State, c *Command, index uint64) Result {
 		return s.admitNode(c.AdmitNode, index)
 	case c.SetMaintenance != nil:
 		return s.setMaintenance(c.SetMaintenance)
+	case c.AlterScramCredentials != nil:
+		return s.alterScramCredentials(c.AlterScramCredentials)
 	}
 	return Result{Err: cmdErr(kerr.InvalidRequest, "empty metadata command")}
 }

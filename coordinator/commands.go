@@ -30,6 +30,9 @@ type Command struct {
 	RemoveBroker         *RemoveBroker         `json:"remove_broker,omitempty"`
 	AdmitNode            *AdmitNode            `json:"admit_node,omitempty"`      // admit.go
 	SetMaintenance       *SetMaintenance       `json:"set_maintenance,omitempty"` // maintenance.go
+	// AlterScramCredentials changes a user's SASL/SCRAM credentials
+	// (scram.go).
+	AlterScramCredentials *AlterScramCredentials `json:"alter_scram_credentials,omitempty"`
 }
 
 // SetAlive marks a broker alive or not.

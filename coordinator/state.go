@@ -233,6 +233,9 @@ type State struct {
 	// Admitted are the nodes that joined a running cluster (AdmitNode,
 	// admit.go), by id. Replaced on write, never modified in place.
 	Admitted map[uint64]*Admission `json:"admitted,omitempty"`
+	// ScramUsers are the SASL/SCRAM users by name (scram.go). Replaced
+	// on write, never modified in place.
+	ScramUsers map[string]*ScramUser `json:"scram_users,omitempty"`
 }
 
 func newState() *State {

@@ -41,6 +41,9 @@ func (s *State) check() error {
 	if err := s.checkAdmissions(); err != nil { // admit.go
 		return err
 	}
+	if err := s.checkScramUsers(); err != nil { // scram.go
+		return err
+	}
 	groups := map[uint64]bool{}
 	ids := map[[16]byte]bool{}
 	for name, t := range s.Topics {
