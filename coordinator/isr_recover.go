@@ -50,7 +50,7 @@ func (s *State) reportLogEnd(ref PartitionRef, p Partition, it AlterPartitionIte
 	}
 	n := p
 	n.LogEnds = slices.DeleteFunc(slices.Clone(p.LogEnds), func(e ReplicaLogEnd) bool { return e.Broker == it.Leader })
-	n.LogEnds = append(n.LogEnds, ReplicaLogEnd{Broker: it.Leader, LastEpoch: it.LogEnd.LastEpoch, End: it.LogEnd.End})
+	n.LogEnds = append(n.LogEnds, ReplicaLogEnd{Broker: it.Leader, LastEpoch: it.LogEnd.LastEpoch, End: it.LogEnd.End, LostData: it.LogEnd.LostData})
 	if best, ok := s.bestLogEnd(n); ok {
 		n.Leader, n.ISR, n.ELR, n.Recovering, n.LogEnds = best, []uint64{best}, nil, true, nil
 		bumpEpochs(p, &n)
@@ -61,7 +61,8 @@ func (s *State) reportLogEnd(ref PartitionRef, p Partition, it AlterPartitionIte
 
 // bestLogEnd is the replica to elect once every replica of p is alive,
 // eligible and has reported: the newest last epoch, then the furthest
-// end, then replica order.
+// end, then replica order, never one whose report says it lost data
+// (none when all did: that is an operator's unclean election).
 func (s *State) bestLogEnd(p Partition) (uint64, bool) {
 	var best *ReplicaLogEnd
 	for _, id := range p.Replicas {
@@ -70,7 +71,7 @@ func (s *State) bestLogEnd(p Partition) (uint64, bool) {
 		if !ok || !b.Eligible() || i < 0 {
 			return 0, false
 		}
-		if e := &p.LogEnds[i]; best == nil || e.LastEpoch > best.LastEpoch || e.LastEpoch == best.LastEpoch && e.End > best.End {
+		if e := &p.LogEnds[i]; !e.LostData && (best == nil || e.LastEpoch > best.LastEpoch || e.LastEpoch == best.LastEpoch && e.End > best.End) {
 			best = e
 		}
 	}

@@ -622,6 +622,26 @@ func TestReportLogEnd_UncleanRecovery(t *testing.T) {
 		report(m, 1, 1, 20)
 		wantPartition(t, part(m, 0), 3, ids(3), nil)
 	})
+	t.Run("a replica that lost data is counted, never chosen", func(t *testing.T) {
+		m := offlineCluster(t)
+		lost := func(id uint64, end int64) {
+			p, b := part(m, 0), m.View().Brokers[id]
+			alter(t, m, AlterPartitionItem{Group: p.Group, Leader: id, PartitionEpoch: p.PartitionEpoch,
+				ISR: []ISRMember{{ID: id, BrokerEpoch: b.Epoch}}, LogEnd: &ReplicaLogEnd{Broker: id, LastEpoch: 1, End: end, LostData: true}})
+		}
+		lost(1, 99)
+		report(m, 2, 1, 10)
+		report(m, 3, 1, 12)
+		wantPartition(t, part(m, 0), 3, ids(3), nil)
+
+		m = offlineCluster(t)
+		lost(1, 99)
+		lost(2, 10)
+		lost(3, 12)
+		if p := part(m, 0); p.Leader != 0 || len(p.LogEnds) != 3 {
+			t.Fatalf("every replica lost data: %+v, want no leader and the reports kept", p)
+		}
+	})
 	t.Run("a partition that is not offline", func(t *testing.T) {
 		m := isrCluster(t, 3, nil, []uint64{1, 2, 3})
 		if res := report(m, 2, 1, 10); !errors.Is(res.Err, kerr.ElectionNotNeeded) {

@@ -143,6 +143,11 @@ type ReplicaLogEnd struct {
 	Broker    uint64 `json:"broker"`
 	LastEpoch int32  `json:"last_epoch"`
 	End       int64  `json:"end"`
+	// LostData says the replica's log lost durable records (it would
+	// resign if elected): its report counts as made, so that it does
+	// not hold the others up, but it is never chosen. Reports of
+	// earlier binaries lack it and are chosen as they were.
+	LostData bool `json:"lost_data,omitempty"`
 }
 
 // HasReplica reports whether node hosts a replica of p.

@@ -60,11 +60,13 @@ type Partition struct {
 	resigning <-chan coordinator.ItemResult
 	resigned  int32
 	// reporting is the answer to the log end report in flight for an
-	// offline partition (recover.go). updates counts the states taken,
-	// and reportedUpd is updates when group 0 took the last report (0:
-	// none): a report is not repeated before a newer state comes.
+	// offline partition (recover.go). updates counts the states taken;
+	// reportUpd is updates when the report in flight was made, and
+	// reportedUpd that of the last report group 0 took (0: none): a
+	// report is not repeated before a state newer than it comes.
 	reporting   <-chan coordinator.ItemResult
 	updates     uint64
+	reportUpd   uint64
 	reportedUpd uint64
 
 	// Read without mu by waiters: leadingEpoch is the epoch this replica

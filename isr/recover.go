@@ -27,8 +27,9 @@ func (p *Partition) maybeReportLogEnd() {
 		LeaderEpoch:    p.st.LeaderEpoch,
 		PartitionEpoch: p.st.PartitionEpoch,
 		ISR:            []coordinator.ISRMember{{ID: p.m.cfg.Self, BrokerEpoch: p.st.BrokerEpoch}},
-		LogEnd:         &coordinator.ReplicaLogEnd{Broker: p.m.cfg.Self, LastEpoch: epoch, End: end},
+		LogEnd:         &coordinator.ReplicaLogEnd{Broker: p.m.cfg.Self, LastEpoch: epoch, End: end, LostData: p.lostData},
 	})
+	p.reportUpd = p.updates
 }
 
 // retryReportLogEnd takes the answer to the report in flight and reports
@@ -43,7 +44,7 @@ func (p *Partition) retryReportLogEnd() {
 	case res, ok := <-p.reporting:
 		p.reporting = nil
 		if ok && res.Err == nil {
-			p.reportedUpd = p.updates
+			p.reportedUpd = p.reportUpd
 		}
 	default:
 		return
