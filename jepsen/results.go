@@ -31,6 +31,12 @@ const (
 	CheckPollSkip         = "poll-skip"
 	CheckG1a              = "G1a"
 	CheckLinearizable     = "linearizable"
+	// The transaction checkers, run only on histories with txn ops.
+	CheckUncommittedRead = "uncommitted-read"
+	CheckG1b             = "G1b"
+	CheckG0              = "G0"
+	CheckG1c             = "G1c"
+	CheckG1cRealtime     = "G1c-realtime"
 )
 
 const (
@@ -39,11 +45,19 @@ const (
 	defaultUnseenMaxPoints = 2000
 )
 
-// CheckerNames lists every checker in the order results report them.
+// CheckerNames lists every checker of a history without transactions in
+// the order results report them.
 var CheckerNames = []string{
 	CheckLostWrite, CheckUnseen, CheckDuplicate, CheckInconsistent,
 	CheckNonmonotonicSend, CheckNonmonotonicPoll, CheckPollSkip, CheckG1a,
 	CheckLinearizable,
+}
+
+// TxnCheckerNames lists the checkers a history with txn ops gets after
+// CheckerNames' first eight (linearizable is left out of such histories),
+// in the order results report them.
+var TxnCheckerNames = []string{
+	CheckUncommittedRead, CheckG1b, CheckG0, CheckG1c, CheckG1cRealtime,
 }
 
 // CheckConfig tunes Check.
@@ -79,7 +93,7 @@ func (c CheckConfig) Validate() error {
 		return fmt.Errorf("max examples %d: %w", c.MaxExamples, ErrBadConfig)
 	}
 	for _, n := range c.Allowed {
-		if !slices.Contains(CheckerNames, n) {
+		if !slices.Contains(CheckerNames, n) && !slices.Contains(TxnCheckerNames, n) {
 			return fmt.Errorf("allowed checker %q does not exist: %w", n, ErrBadConfig)
 		}
 	}
