@@ -21,6 +21,10 @@ func checkTxns(a *analysis, limit int) []CheckerResult {
 	}
 }
 
+// maxCycleOps bounds the txns an example cycle names; a longer one shows
+// its first and last halves of that.
+const maxCycleOps = 32
+
 // maxTxnEdges bounds the dependency graph; past it G0 and G1c are
 // undecided rather than slow.
 const maxTxnEdges = 4 << 20
@@ -392,14 +396,17 @@ func (g *txnGraph) cycleAnomaly(comp []int, steps []cycleStep) Anomaly {
 		an.Detail = b.String()
 		return an
 	}
-	b.WriteString("; a cycle: ")
+	fmt.Fprintf(&b, "; a cycle of %d: ", len(steps))
+	an.Topic, an.Partition = steps[0].e.tp.Topic, steps[0].e.tp.Partition
+	fmt.Fprintf(&b, "op %d", txnOpIndex(g.nodes[steps[0].from]))
 	for i, st := range steps {
-		t := g.nodes[st.from]
-		if i == 0 {
-			an.Topic, an.Partition = st.e.tp.Topic, st.e.tp.Partition
-			fmt.Fprintf(&b, "op %d", txnOpIndex(t))
+		if len(steps) > maxCycleOps && i >= maxCycleOps/2 && i < len(steps)-maxCycleOps/2 {
+			if i == maxCycleOps/2 {
+				fmt.Fprintf(&b, " …%d more…", len(steps)-maxCycleOps)
+			}
+			continue
 		}
-		an.Ops = append(an.Ops, txnOpIndex(t))
+		an.Ops = append(an.Ops, txnOpIndex(g.nodes[st.from]))
 		fmt.Fprintf(&b, " -%s %s-> op %d", st.e.kind, st.e.tp, txnOpIndex(g.nodes[st.e.to]))
 	}
 	an.Detail = b.String()
