@@ -99,10 +99,18 @@ func stats(a *analysis) Stats {
 		if t == OK {
 			okOps++
 		}
-		if p.inv.F == FSend {
+		switch p.inv.F {
+		case FSend:
 			first = min(first, p.inv.Time)
 			if t == OK {
 				okSends++
+				last = max(last, p.comp.Time)
+			}
+		case FTxn:
+			// A committed txn's sends count as ok sends, at its commit.
+			first = min(first, p.inv.Time)
+			if t == OK && p.comp.Txn != nil && len(p.comp.Txn.Sends) > 0 {
+				okSends += len(p.comp.Txn.Sends)
 				last = max(last, p.comp.Time)
 			}
 		}
