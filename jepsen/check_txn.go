@@ -57,8 +57,8 @@ func checkUncommittedRead(a *analysis, limit int) CheckerResult {
 			switch end := t.v.EndStart; {
 			case r.inv == t.inv:
 				key, why = "own-write", "the txn's polls run before its sends"
-			case end > 0 && r.comp.Time < end:
-				key, why = "precommitted", fmt.Sprintf("the read completed at %d, before the txn called EndTxn at %d", r.comp.Time, end)
+			case end > 0 && readBefore(r, end):
+				key, why = "precommitted", fmt.Sprintf("the read completed by %d, before the txn called EndTxn at %d", readDone(r), end)
 			case end == 0 && t.comp != nil && t.typ() != OK:
 				key, why = "never-committed", fmt.Sprintf("the txn ended %s without calling EndTxn", t.typ())
 			default:
@@ -72,6 +72,22 @@ func checkUncommittedRead(a *analysis, limit int) CheckerResult {
 		}
 	}
 	return f.result()
+}
+
+// readDone is when a read is known to have completed: a txn's polls
+// before the txn called EndTxn, when it did; any read by its completion.
+func readDone(r read) int64 {
+	if r.inv.F == FTxn && r.comp.Txn != nil && r.comp.Txn.EndStart > 0 {
+		return r.comp.Txn.EndStart
+	}
+	return r.comp.Time
+}
+
+// readBefore reports whether r completed before time t. A txn's polls
+// complete strictly before its EndStart.
+func readBefore(r read, t int64) bool {
+	d := readDone(r)
+	return d < t || (d == t && r.inv.F == FTxn && r.comp.Txn != nil && r.comp.Txn.EndStart > 0)
 }
 
 // checkG1b flags a read (one poll's or final read's records of one
@@ -457,56 +473,40 @@ func sccEdge(g *txnGraph, comp []int, in map[int]bool, kind edgeKind) (int, txnE
 	return 0, txnEdge{}, false
 }
 
-// checkG1cRealtime flags dependency cycles that no correct Kafka can
-// produce, given that a txn's polls run before its sends and that its
-// sends are acknowledged before it calls EndTxn:
-//
-//   - wr-ww: an ok txn T1 wrote a value that txn T2 read, and in some
-//     partition both wrote, all of T2's known offsets lie below all of
-//     T1's (a 2-cycle T1 -wr-> T2 -ww-> T1). T1's records were appended
-//     before it called EndTxn, which was before T2's poll saw them, which
-//     was before T2 sent anything.
-//   - ww-realtime: in some partition, all of a txn T1's known offsets lie
-//     below all of an ok txn T2's, though T2 completed before T1 was
-//     invoked (a 2-cycle T1 -ww-> T2 -realtime-> T1).
+// checkG1cRealtime flags a txn X whose known offsets in some partition p
+// all lie below those of an ok txn Y although Y's records were all
+// appended before X sent anything: Y called EndTxn (after its sends were
+// acknowledged) no later than X's sends began. X's sends began after X
+// was invoked, and after the EndTxn of every txn whose write X's polls
+// returned (read_committed returns a txn's records only after its
+// EndTxn; X's polls run before its sends). Such an X -ww-> Y is the
+// cycle X -ww-> Y -wr/realtime-> X, which no correct Kafka makes; it
+// covers every cycle of one ww edge and otherwise wr edges. One anomaly
+// per Y and partition, with the X whose sends began latest as witness.
 func checkG1cRealtime(a *analysis, g *txnGraph, limit int) CheckerResult {
 	f := newFinding(CheckG1cRealtime, limit)
-	seen := map[[2]int]bool{}
-	for n2, t2 := range g.nodes {
-		if t2.comp == nil {
+	// sendsFrom[n] is a lower bound on when node n's sends began, and
+	// why[n] the txn whose EndTxn set it (-1: n's invocation did).
+	sendsFrom := make([]int64, len(g.nodes))
+	why := make([]int, len(g.nodes))
+	for n, t := range g.nodes {
+		sendsFrom[n], why[n] = t.inv.Time, -1
+		if t.comp == nil {
 			continue
 		}
-		for _, r := range t2.comp.Reads {
+		for _, r := range t.comp.Reads {
 			for _, rec := range r.Records {
 				s := a.byValue[rec.Value]
-				if s == nil || s.txn == nil || s.txn == t2 || s.txn.typ() != OK {
+				if s == nil || s.txn == nil || s.txn == t {
 					continue
 				}
-				n1, ok := g.id[s.txn]
-				if !ok || seen[[2]int{n1, n2}] {
-					continue
-				}
-				seen[[2]int{n1, n2}] = true
-				for _, tp := range sortedTPs(g.spans[n2]) {
-					s2 := g.spans[n2][tp]
-					s1, both := g.spans[n1][tp]
-					if !both || s2.hi >= s1.lo {
-						continue
-					}
-					f.flag("wr-ww", Anomaly{
-						Topic: tp.Topic, Partition: tp.Partition, Offset: s2.hi, Value: rec.Value, Offsets: []int64{s1.lo, s2.hi},
-						Process: t2.inv.Process, Ops: []int64{txnOpIndex(s.txn), txnOpIndex(t2)},
-						Detail: fmt.Sprintf("txn op %d read %q (%s@%d) of txn op %d, yet its writes to %s (up to offset %d) precede all of op %d's (from offset %d)",
-							txnOpIndex(t2), rec.Value, r.TP(), rec.Offset, txnOpIndex(s.txn), tp, s2.hi, txnOpIndex(s.txn), s1.lo),
-					})
-					break
+				w, ok := g.id[s.txn]
+				if end := s.txn.v.EndStart; ok && end > sendsFrom[n] {
+					sendsFrom[n], why[n] = end, w
 				}
 			}
 		}
 	}
-	// ww-realtime: per partition, sweep the spans by lowest offset; the
-	// txns wholly below the current one are those with a highest offset
-	// below its lowest, and the latest invoked of them is the witness.
 	type member struct {
 		n int
 		s span
@@ -523,39 +523,39 @@ func checkG1cRealtime(a *analysis, g *txnGraph, limit int) CheckerResult {
 	}
 	slices.SortFunc(tps, compareTP)
 	for _, tp := range tps {
+		// Sweep the Ys by lowest offset; the Xs wholly below the current
+		// Y are those with a highest offset below its lowest, and the one
+		// whose sends began latest is the witness.
 		ms := byTP[tp]
 		byLo := slices.Clone(ms)
 		slices.SortFunc(byLo, func(x, y member) int { return cmpInt64(x.s.lo, y.s.lo) })
 		byHi := ms
 		slices.SortFunc(byHi, func(x, y member) int { return cmpInt64(x.s.hi, y.s.hi) })
-		i, latest := 0, -1
-		for _, m2 := range byLo {
-			for ; i < len(byHi) && byHi[i].s.hi < m2.s.lo; i++ {
-				if latest < 0 || g.nodes[byHi[i].n].inv.Time > g.nodes[latest].inv.Time {
-					latest = byHi[i].n
+		i, x := 0, -1
+		for _, my := range byLo {
+			for ; i < len(byHi) && byHi[i].s.hi < my.s.lo; i++ {
+				if x < 0 || sendsFrom[byHi[i].n] > sendsFrom[x] {
+					x = byHi[i].n
 				}
 			}
-			t2 := g.nodes[m2.n]
-			if latest < 0 || t2.typ() != OK || t2.comp.Time >= g.nodes[latest].inv.Time {
+			ty := g.nodes[my.n]
+			end := ty.v.EndStart
+			if x < 0 || ty.typ() != OK || end <= 0 || end > sendsFrom[x] {
 				continue
 			}
-			t1 := g.nodes[latest]
-			f.flag("ww-realtime", Anomaly{
-				Topic: tp.Topic, Partition: tp.Partition, Offset: m2.s.lo, Offsets: []int64{g.spans[latest][tp].hi, m2.s.lo},
-				Process: t1.inv.Process, Ops: []int64{txnOpIndex(t1), txnOpIndex(t2)},
-				Detail: fmt.Sprintf("txn op %d completed at %d, before txn op %d was invoked at %d, yet op %d's writes to %s (up to offset %d) precede op %d's (from offset %d)",
-					txnOpIndex(t2), t2.comp.Time, txnOpIndex(t1), t1.inv.Time, txnOpIndex(t1), tp, g.spans[latest][tp].hi, txnOpIndex(t2), m2.s.lo),
+			tx := g.nodes[x]
+			key, bound := "invoked-after", fmt.Sprintf("was invoked at %d", tx.inv.Time)
+			if why[x] >= 0 {
+				key = "read-after"
+				bound = fmt.Sprintf("read a write of txn op %d, which called EndTxn at %d", txnOpIndex(g.nodes[why[x]]), sendsFrom[x])
+			}
+			f.flag(key, Anomaly{
+				Topic: tp.Topic, Partition: tp.Partition, Offset: my.s.lo, Offsets: []int64{g.spans[x][tp].hi, my.s.lo},
+				Process: tx.inv.Process, Ops: []int64{txnOpIndex(tx), txnOpIndex(ty)},
+				Detail: fmt.Sprintf("txn op %d's writes to %s (up to offset %d) precede txn op %d's (from offset %d), though op %d called EndTxn at %d and op %d then %s",
+					txnOpIndex(tx), tp, g.spans[x][tp].hi, txnOpIndex(ty), my.s.lo, txnOpIndex(ty), end, txnOpIndex(tx), bound),
 			})
 		}
 	}
 	return f.result()
-}
-
-func sortedTPs(m map[TP]span) []TP {
-	out := make([]TP, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	slices.SortFunc(out, compareTP)
-	return out
 }
