@@ -141,8 +141,8 @@
 // linearizable is left out of histories with txn ops: its model is a log
 // dense from 0 whose appends are visible at once, while transactions
 // leave gaps and become visible at commit. Such histories get, after the
-// first eight checkers, the transaction checkers (TxnCheckerNames); a
-// history without txn ops gets exactly CheckerNames.
+// first eight checkers, the transaction checkers below (TxnCheckerNames);
+// a history without txn ops gets exactly PlainCheckerNames, as before.
 //
 // Terms: a node is an ok txn, or an info txn some observation returned a
 // write of. A node's known offsets in partition p are those of its sends

@@ -45,20 +45,24 @@ const (
 	defaultUnseenMaxPoints = 2000
 )
 
-// CheckerNames lists every checker of a history without transactions in
+// PlainCheckerNames lists the checkers of a history without txn ops, in
 // the order results report them.
-var CheckerNames = []string{
+var PlainCheckerNames = []string{
 	CheckLostWrite, CheckUnseen, CheckDuplicate, CheckInconsistent,
 	CheckNonmonotonicSend, CheckNonmonotonicPoll, CheckPollSkip, CheckG1a,
 	CheckLinearizable,
 }
 
-// TxnCheckerNames lists the checkers a history with txn ops gets after
-// CheckerNames' first eight (linearizable is left out of such histories),
-// in the order results report them.
-var TxnCheckerNames = []string{
-	CheckUncommittedRead, CheckG1b, CheckG0, CheckG1c, CheckG1cRealtime,
-}
+// TxnCheckerNames lists the checkers of a history with txn ops, in the
+// order results report them: PlainCheckerNames' first eight (linearizable
+// is left out), then the transaction checkers.
+var TxnCheckerNames = append(slices.Clone(PlainCheckerNames[:8]),
+	CheckUncommittedRead, CheckG1b, CheckG0, CheckG1c, CheckG1cRealtime)
+
+// CheckerNames lists every checker, those of plain histories first, then
+// those only transactional histories get. CheckConfig.Allowed may name
+// any of them.
+var CheckerNames = append(slices.Clone(PlainCheckerNames), TxnCheckerNames[8:]...)
 
 // CheckConfig tunes Check.
 type CheckConfig struct {
@@ -93,7 +97,7 @@ func (c CheckConfig) Validate() error {
 		return fmt.Errorf("max examples %d: %w", c.MaxExamples, ErrBadConfig)
 	}
 	for _, n := range c.Allowed {
-		if !slices.Contains(CheckerNames, n) && !slices.Contains(TxnCheckerNames, n) {
+		if !slices.Contains(CheckerNames, n) {
 			return fmt.Errorf("allowed checker %q does not exist: %w", n, ErrBadConfig)
 		}
 	}
