@@ -153,11 +153,13 @@
 //
 //   - uncommitted-read: an observation of a value a txn T wrote, by a read
 //     r (a poll's, a txn's or a final read's records of one partition) in
-//     one of three cases: precommitted, r completed before T.EndStart;
-//     never-committed, T completed fail or info with EndStart 0 (it never
-//     called EndTxn; a txn still open when the history ends may have and
-//     is not judged); own-write, r is T's own poll (which runs before T's
-//     sends). Each observation counts once.
+//     one of three cases: precommitted, r completed before T.EndStart (a
+//     txn's polls complete before its own EndStart, when it has one;
+//     other reads by their completion); never-committed, T completed
+//     fail or info with EndStart 0 (it never called EndTxn; a txn still
+//     open when the history ends may have, and is not judged);
+//     own-write, r is T's own poll (which runs before T's sends). Each
+//     observation counts once. A fail T's observations are G1a too.
 //   - G1b (intermediate read): a read r of partition p that returned a
 //     write of a not-failed txn T to p, but not another of T's writes to
 //     p whose known offset lies strictly between the lowest and highest
@@ -181,26 +183,31 @@
 //     both checkers are unknown unless they found a cycle.
 //
 // Kafka's transactions are atomic but not isolated: two concurrent txns
-// may write p and q in opposite orders (a G0 cycle), and longer cycles
-// through wr edges form among concurrent txns the same way (T2 reads T1,
-// T3 reads T2, and T3's write of p lands below T1's, which T1 sent
-// while T2 and T3 ran), so G0 and G1c occur in a correct Kafka. Transactional
-// runs list them as allowed (CheckConfig.Allowed); the checkers still
-// report every component they find. Some short cycles are impossible for
+// may write p and q in opposite orders (a G0 cycle), and cycles through
+// wr edges form among concurrent txns the same way (T1 writes p; T2
+// writes p after it and commits; T3 reads T2's write and writes q; T1,
+// still open, writes q after T3 and commits: T1 -ww-> T2 -wr-> T3 -ww->
+// T1), so G0 and G1c occur in a correct Kafka. Transactional runs list
+// them as allowed (CheckConfig.Allowed); the checkers still report every
+// component they find. Some cycles are impossible for
 // a correct system, and one checker fails on them:
 //
-//   - G1c-realtime: either wr-ww, an ok txn T1 wrote a value a node T2's
-//     polls returned, and in some partition T2 precedes T1 (the 2-cycle
-//     T1 -wr-> T2 -ww-> T1; T1's records were all appended before it
-//     called EndTxn, which came before T2's poll returned them, which came
-//     before T2 sent anything, so T1 must precede T2 wherever both wrote);
-//     one anomaly per pair. Or ww-realtime, a node T1 precedes an ok txn
-//     T2 in some partition though T2 completed before T1 was invoked (the
-//     2-cycle T1 -ww-> T2 -realtime-> T1: T2's records were all appended
-//     before T1 sent any); one anomaly per T2 and partition, the latest
-//     invoked such T1 its witness. Every read being read_committed and
-//     every committed send acknowledged before EndTxn are what make these
-//     impossible.
+//   - G1c-realtime: a node X precedes an ok txn Y in some partition p
+//     although Y called EndTxn (Y.EndStart > 0) no later than X's sends
+//     began, as bounded below by X's invocation (key invoked-after) or
+//     by the EndStart of a txn whose write X's polls returned (key
+//     read-after; read_committed returns a txn's records only after its
+//     EndTxn, and X's polls run before its sends). Y's sends were all
+//     acknowledged before its EndTxn, so its records sit below any X
+//     sends afterwards: the cycle X -ww-> Y -realtime/wr-> X cannot
+//     happen. Since each txn's EndStart follows its polls, a chain of wr
+//     edges Y -wr-> ... -wr-> X makes the bound reach Y.EndStart, so
+//     every cycle of one ww edge (X precedes Y, the ok txn) and otherwise
+//     wr edges is caught, the 2-cycle T1 -wr-> T2 -ww-> T1 among them;
+//     a cycle of wr edges alone needs a read before its writer's EndTxn,
+//     which uncommitted-read reports. One anomaly per Y and partition,
+//     its witness the X whose bound is latest. An uncommitted read may
+//     also show up here, its bound being too late.
 //
 // # Measures
 //
