@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -486,5 +488,37 @@ func TestCheckTxn_MalformedTxns(t *testing.T) {
 	b.send(1, 0, "a", OK, 2)
 	if _, err := Check(b.h, DefaultCheckConfig()); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("err %v, want ErrMalformed", err)
+	}
+}
+
+// A txn run's report lists the txn checkers and their anomalies, and
+// Recheck gives the same verdicts from history.jsonl.
+func TestCheckTxn_ReportListsTxnCheckers(t *testing.T) {
+	b := cleanTxn()
+	b.txn(0, Fail, ws(w(1, "g", 4)))
+	b.final(3, 1, OK, 6, 0, "b", 2, "e", 4, "g") // an aborted read
+	res := check(t, b.h)
+	if res.Valid || res.Checker(CheckG1a).Count != 1 {
+		t.Fatalf("%s", res.Summary())
+	}
+	dir := t.TempDir()
+	if err := writeRunReport(dir, b.h, res); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range TxnCheckerNames {
+		if !strings.Contains(string(html), "<td>"+n+"</td>") {
+			t.Errorf("index.html lacks checker %s", n)
+		}
+	}
+	again, err := Recheck(dir, DefaultCheckConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := checkerNames(again); !slices.Equal(got, TxnCheckerNames) || again.Summary() != res.Summary() {
+		t.Fatalf("recheck: %v %s, want %s", got, again.Summary(), res.Summary())
 	}
 }
