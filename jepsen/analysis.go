@@ -60,11 +60,22 @@ func checkInvoke(op *Op, open map[int]int, ended map[int]bool) error {
 	return nil
 }
 
-// send is one send and what is known of its outcome.
+// send is one send and what is known of its outcome. A transaction's
+// sends are expanded into sends too: each shares the txn's pair (so its
+// outcome, times and op indexes are the txn's) and points at its txn.
 type send struct {
 	pair
-	v      *SendValue // the invocation's value
+	v      *SendValue // the invocation's value (a txn's: its completion's)
 	offset int64      // acknowledged offset, or NoOffset
+	txn    *txn       // the transaction that sent it, or nil
+}
+
+// txn is one transaction op: its value (the completion's when it
+// completed, else the invocation's) and its sends, expanded.
+type txn struct {
+	pair
+	v     *TxnValue
+	sends []*send
 }
 
 // read is what one completed poll or final read returned from one partition.
@@ -102,6 +113,8 @@ type analysis struct {
 	// finals is the last completed (ok) final read of each partition.
 	finals map[TP]read
 	tps    []TP
+	// txns holds every txn op in invocation order.
+	txns []*txn
 }
 
 func analyze(h History) (*analysis, error) {
@@ -133,17 +146,59 @@ func (a *analysis) add(p pair) error {
 		return a.addSend(p)
 	case FPoll, FFinalRead:
 		a.addReads(p)
+	case FTxn:
+		if err := a.addTxn(p); err != nil {
+			return err
+		}
+		a.addReads(p)
 	}
+	return nil
+}
+
+// addTxn expands a transaction into sends whose outcome is the txn's: a
+// committed (ok) txn's sends are ok at their acknowledged offsets; an
+// aborted (fail) txn's sends fail and their offsets are dropped, since the
+// aborted records occupy offsets no read_committed reader may see; an
+// unknown (info) txn's sends are info and their offsets are dropped too,
+// since the txn may have aborted and no reader may be required to return
+// them.
+func (a *analysis) addTxn(p pair) error {
+	v := p.inv.Txn
+	if p.comp != nil && p.comp.Txn != nil {
+		v = p.comp.Txn
+	}
+	if v == nil {
+		return fmt.Errorf("op %d: txn without a value: %w", p.inv.Index, ErrMalformed)
+	}
+	t := &txn{pair: p, v: v}
+	for i := range v.Sends {
+		s := &send{pair: p, v: &v.Sends[i], offset: NoOffset, txn: t}
+		if err := a.addSendValue(s); err != nil {
+			return err
+		}
+		t.sends = append(t.sends, s)
+	}
+	a.txns = append(a.txns, t)
 	return nil
 }
 
 func (a *analysis) addSend(p pair) error {
 	s := &send{pair: p, v: p.inv.Send, offset: NoOffset}
-	if _, dup := a.byValue[s.v.Value]; dup {
-		return fmt.Errorf("op %d: value %q sent twice; values must be unique: %w", p.inv.Index, s.v.Value, ErrMalformed)
-	}
 	if p.typ() == OK {
 		s.offset = p.comp.Send.Offset
+	}
+	return a.addSendValue(s)
+}
+
+// addSendValue indexes a send whose offset is set when it is ok.
+func (a *analysis) addSendValue(s *send) error {
+	if _, dup := a.byValue[s.v.Value]; dup {
+		return fmt.Errorf("op %d: value %q sent twice; values must be unique: %w", s.inv.Index, s.v.Value, ErrMalformed)
+	}
+	if s.typ() == OK {
+		if s.txn != nil {
+			s.offset = s.v.Offset
+		}
 		a.note(s.v.TP(), s.offset, s.v.Value)
 	}
 	a.byValue[s.v.Value] = s

@@ -152,6 +152,8 @@ func (op *Op) checkPayload() error {
 		return op.checkSend()
 	case FPoll, FFinalRead:
 		return op.checkReads()
+	case FTxn:
+		return op.checkTxn()
 	case FAssign:
 		for _, s := range op.Seeks {
 			if s.Offset < 0 {
@@ -177,6 +179,27 @@ func (op *Op) checkSend() error {
 		return fmt.Errorf("op %d: send offset %d: %w", op.Index, op.Send.Offset, ErrMalformed)
 	}
 	return nil
+}
+
+// checkTxn checks a transaction: its value is present, an ok (committed)
+// txn's sends all carry acknowledged offsets, no offset is below NoOffset,
+// EndStart is not negative, and its reads are well formed.
+func (op *Op) checkTxn() error {
+	if op.Txn == nil {
+		return fmt.Errorf("op %d: txn without a value: %w", op.Index, ErrMalformed)
+	}
+	if op.Txn.EndStart < 0 {
+		return fmt.Errorf("op %d: txn end start %d: %w", op.Index, op.Txn.EndStart, ErrMalformed)
+	}
+	for i, s := range op.Txn.Sends {
+		if op.Type == OK && s.Offset < 0 {
+			return fmt.Errorf("op %d: committed txn's send %d without an offset: %w", op.Index, i, ErrMalformed)
+		}
+		if s.Offset < NoOffset {
+			return fmt.Errorf("op %d: txn send %d offset %d: %w", op.Index, i, s.Offset, ErrMalformed)
+		}
+	}
+	return op.checkReads()
 }
 
 func (op *Op) checkReads() error {

@@ -185,6 +185,12 @@ func FuzzReadHistory(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"index":0,"time":5,"type":"ok","process":0,"f":"poll","reads":[{"topic":"t","partition":0,"records":[[1,"a"]],"hw":1}]}`))
 	f.Add([]byte(`{"index":0,"time":5,"type":"invoke","process":-1,"f":"start","nemesis":"kill"}` + "\n"))
+	buf.Reset()
+	if err := writeJSONL(&buf, cleanTxn().h); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"index":0,"time":5,"type":"ok","process":0,"f":"txn","txn":{"id":"x","sends":[{"topic":"t","partition":0,"key":"k","value":"a","offset":0}],"end_start":3},"reads":[{"topic":"t","partition":1,"records":[[2,"b"]],"hw":4}]}`))
 	f.Add([]byte("\n\n{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := ReadHistory(bytes.NewReader(data))

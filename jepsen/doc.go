@@ -154,6 +154,106 @@
 //     is tried at every point of the history, and a few of them made
 //     partitions of a few thousand ops run out of time.
 //
+// # Transactions
+//
+// A txn op (f txn) is one Kafka transaction: polls of its process's
+// read_committed consumer, then sends, then EndTxn (commit, or abort when
+// Txn.Abort). ok: the commit was acknowledged; fail: it definitely did
+// not commit; info: unknown. Every read of a transactional run (txn polls
+// and final reads) is read_committed, and a txn's sends are acknowledged
+// before it calls EndTxn (at Txn.EndStart). Commit and abort markers take
+// an offset each, and aborted records take offsets that no
+// read_committed read returns.
+//
+// Expansion: analysis turns each txn into the model above, so that every
+// checker of the previous section judges transactions unchanged. Each of
+// a txn's sends becomes a send with the txn's outcome, op indexes and
+// times: an ok txn's sends are ok at their acknowledged offsets; a fail
+// txn's sends are fail and their offsets are dropped (the aborted records
+// occupy offsets no reader may see); an info txn's sends are info and
+// their offsets are dropped too (it may have aborted, so no reader may be
+// required to return them; an observation still places them). A txn's
+// Reads are observations and continue its process's streams exactly as
+// a poll's do (the txn process's assign ops start them). Hence: lost-write
+// and unseen judge committed sends; G1a is the aborted read, an
+// observation of a value whose txn definitely did not commit;
+// nonmonotonic-send requires a txn's successive sends to one partition,
+// and those of the process's later sends and txns, to get increasing
+// offsets; poll-skip demands only offsets where evidence places a value,
+// which markers, aborted records and unknown txns' unread records never
+// are, so their gaps are no skip.
+//
+// linearizable is left out of histories with txn ops: its model is a log
+// dense from 0 whose appends are visible at once, while transactions
+// leave gaps and become visible at commit. Such histories get, after the
+// first eight checkers, the transaction checkers below (TxnCheckerNames);
+// a history without txn ops gets exactly PlainCheckerNames, as before.
+//
+// Terms: a node is an ok txn, or an info txn some observation returned a
+// write of. A node's known offsets in partition p are those of its sends
+// to p with a known offset (the acknowledged one, else the lowest an
+// observation returned it at); its span in p runs from the lowest to the
+// highest. T1 precedes T2 in p when T1's highest known offset in p is
+// below T2's lowest.
+//
+//   - uncommitted-read: an observation of a value a txn T wrote, by a read
+//     r (a poll's, a txn's or a final read's records of one partition) in
+//     one of three cases: precommitted, r completed before T.EndStart (a
+//     txn's polls complete before its own EndStart, when it has one;
+//     other reads by their completion); never-committed, T completed
+//     fail or info with EndStart 0 (it never called EndTxn; a txn still
+//     open when the history ends may have, and is not judged);
+//     own-write, r is T's own poll (which runs before T's sends). Each
+//     observation counts once. A fail T's observations are G1a too.
+//   - G1b (intermediate read): a read r of partition p that returned a
+//     write of a not-failed txn T to p, but not another of T's writes to
+//     p whose known offset lies strictly between the lowest and highest
+//     offsets r returned. (A write below r's lowest offset was read by
+//     the poll before, or skipped by r's start, which poll-skip judges;
+//     one above its highest is for the next poll.) One anomaly per read
+//     and txn.
+//   - G0 (write cycle) and G1c (circular information flow), Elle-style,
+//     over the nodes. A ww edge T1 -> T2 in p when T1 precedes T2 in p and
+//     T2 is an immediate successor: no node T3 has T1 preceding T3 and T3
+//     preceding T2 in p (the rest of p's order follows by transitivity;
+//     writers whose spans overlap get no edge for p). A wr edge T1 -> T2
+//     when the highest offset T2's polls returned in some partition holds
+//     a value T1 (another node) wrote; lower reads are implied by ww, as
+//     in Jepsen. G0: a strongly connected component (Tarjan) of the ww
+//     edges; G1c: one of all edges that contains a wr edge. Each component
+//     is one anomaly; its example is a shortest cycle through one of its
+//     ww (G0) or wr (G1c) edges, naming txn op indexes (completions),
+//     edge kinds and partitions, cut to 32 txns. The graph is linear in
+//     the txns unless spans overlap heavily; past 4Mi edges it is cut and
+//     both checkers are unknown unless they found a cycle.
+//
+// Kafka's transactions are atomic but not isolated: two concurrent txns
+// may write p and q in opposite orders (a G0 cycle), and cycles through
+// wr edges form among concurrent txns the same way (T1 writes p; T2
+// writes p after it and commits; T3 reads T2's write and writes q; T1,
+// still open, writes q after T3 and commits: T1 -ww-> T2 -wr-> T3 -ww->
+// T1), so G0 and G1c occur in a correct Kafka. Transactional runs list
+// them as allowed (CheckConfig.Allowed); the checkers still report every
+// component they find. Some cycles are impossible for
+// a correct system, and one checker fails on them:
+//
+//   - G1c-realtime: a node X precedes an ok txn Y in some partition p
+//     although Y called EndTxn (Y.EndStart > 0) no later than X's sends
+//     began, as bounded below by X's invocation (key invoked-after) or
+//     by the EndStart of a txn whose write X's polls returned (key
+//     read-after; read_committed returns a txn's records only after its
+//     EndTxn, and X's polls run before its sends). Y's sends were all
+//     acknowledged before its EndTxn, so its records sit below any X
+//     sends afterwards: the cycle X -ww-> Y -realtime/wr-> X cannot
+//     happen. Since each txn's EndStart follows its polls, a chain of wr
+//     edges Y -wr-> ... -wr-> X makes the bound reach Y.EndStart, so
+//     every cycle of one ww edge (X precedes Y, the ok txn) and otherwise
+//     wr edges is caught, the 2-cycle T1 -wr-> T2 -ww-> T1 among them;
+//     a cycle of wr edges alone needs a read before its writer's EndTxn,
+//     which uncommitted-read reports. One anomaly per Y and partition,
+//     its witness the X whose bound is latest. An uncommitted read may
+//     also show up here, its bound being too late.
+//
 // # Measures
 //
 // Check also computes Measures (results.json "measures"; their exact

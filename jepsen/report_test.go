@@ -60,7 +60,7 @@ func TestWriteReport_ProducesFilesPlotsAndVisualization(t *testing.T) {
 	if err := json.Unmarshal(raw, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	if decoded.Valid || len(decoded.Checkers) != len(CheckerNames) || decoded.Checker(CheckLostWrite).Count != 1 {
+	if decoded.Valid || len(decoded.Checkers) != len(PlainCheckerNames) || decoded.Checker(CheckLostWrite).Count != 1 {
 		t.Fatalf("results.json: %+v", decoded)
 	}
 

@@ -31,6 +31,12 @@ const (
 	CheckPollSkip         = "poll-skip"
 	CheckG1a              = "G1a"
 	CheckLinearizable     = "linearizable"
+	// The transaction checkers, run only on histories with txn ops.
+	CheckUncommittedRead = "uncommitted-read"
+	CheckG1b             = "G1b"
+	CheckG0              = "G0"
+	CheckG1c             = "G1c"
+	CheckG1cRealtime     = "G1c-realtime"
 )
 
 const (
@@ -39,12 +45,24 @@ const (
 	defaultUnseenMaxPoints = 2000
 )
 
-// CheckerNames lists every checker in the order results report them.
-var CheckerNames = []string{
+// PlainCheckerNames lists the checkers of a history without txn ops, in
+// the order results report them.
+var PlainCheckerNames = []string{
 	CheckLostWrite, CheckUnseen, CheckDuplicate, CheckInconsistent,
 	CheckNonmonotonicSend, CheckNonmonotonicPoll, CheckPollSkip, CheckG1a,
 	CheckLinearizable,
 }
+
+// TxnCheckerNames lists the checkers of a history with txn ops, in the
+// order results report them: PlainCheckerNames' first eight (linearizable
+// is left out), then the transaction checkers.
+var TxnCheckerNames = append(slices.Clone(PlainCheckerNames[:8]),
+	CheckUncommittedRead, CheckG1b, CheckG0, CheckG1c, CheckG1cRealtime)
+
+// CheckerNames lists every checker, those of plain histories first, then
+// those only transactional histories get. CheckConfig.Allowed may name
+// any of them.
+var CheckerNames = append(slices.Clone(PlainCheckerNames), TxnCheckerNames[8:]...)
 
 // CheckConfig tunes Check.
 type CheckConfig struct {

@@ -51,7 +51,9 @@ func (w *streamWalker) step(p pair) {
 		}
 	case FSubscribe, FCrash:
 		w.closeAll(proc)
-	case FPoll:
+	case FPoll, FTxn:
+		// A txn's polls run before its sends, on the process's consumer,
+		// and continue its streams as a poll's do.
 		w.poll(p.comp)
 	case FFinalRead:
 		w.final(p.comp)
