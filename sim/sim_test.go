@@ -203,6 +203,8 @@ var foundSeeds = []struct {
 	{17109, "an epoch regression cut after the raised batch, not before it"},
 	{3478, "a log end report dropped by a fence was never made again"},
 	{31650, "a restarted last known leader whose disk cut its tail led again"},
+	{6587, "unclean recovery chose a replica that lost data, which resigned, and waited for it"},
+	{54813, "a log end report was not repeated after a newer state lacked it"},
 }
 
 // TestSim_FoundSeeds replays foundSeeds.
