@@ -522,3 +522,16 @@ func TestCheckTxn_ReportListsTxnCheckers(t *testing.T) {
 		t.Fatalf("recheck: %v %s, want %s", got, again.Summary(), res.Summary())
 	}
 }
+
+// TestCheckTxn_MeasuresCountCommittedRecords: a txn run's availability
+// counts each record meant to commit, acknowledged when its txn
+// committed; records of txns meant to abort are left out.
+func TestCheckTxn_MeasuresCountCommittedRecords(t *testing.T) {
+	b := cleanTxn() // 5 committed records, 2 of a txn meant to abort
+	inv := b.txnInv(5, w(1, "x", NoOffset))
+	b.complete(inv, Fail, func(c *Op) { c.Error = "test: the send failed" }) // not meant to abort
+	m := check(t, b.h).Measures
+	if m.Attempted != 6 || m.Acknowledged != 5 {
+		t.Fatalf("attempted %d acknowledged %d, want 6 and 5", m.Attempted, m.Acknowledged)
+	}
+}

@@ -205,13 +205,18 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 	var outsideLat []int64
 	inFaults := map[string]*Ratio{}
 	first, last := int64(-1), int64(0)
-	for _, p := range a.pairs {
-		if p.inv.F != FSend || p.inv.Send == nil {
-			continue
+	// Every send counts, a transaction's with its transaction's outcome
+	// and times (analysis expands them), except those of transactions
+	// meant to abort: a txn run's availability is that of records meant
+	// to commit, its latency that of commits.
+	for _, snd := range a.sends {
+		p := snd.pair
+		if meantToAbort(p) {
+			continue // no availability to measure
 		}
 		ok := p.typ() == OK
 		m.Availability.add(ok)
-		if first < 0 {
+		if first < 0 || p.inv.Time < first {
 			first = p.inv.Time
 		}
 		in := false
@@ -223,7 +228,7 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 		}
 		if in {
 			m.AvailabilityFaults.add(ok)
-			tp := p.inv.Send.TP().String()
+			tp := snd.v.TP().String()
 			if inFaults[tp] == nil {
 				inFaults[tp] = &Ratio{}
 			}
@@ -250,6 +255,11 @@ func measure(a *analysis, checkers []CheckerResult) Measures {
 	}
 	m.LatencyP50Ns, m.LatencyP99Ns = percentile(outsideLat, 50), percentile(outsideLat, 99)
 	return m
+}
+
+// meantToAbort says p is a transaction its process meant to abort.
+func meantToAbort(p pair) bool {
+	return p.inv.Txn != nil && (p.inv.Txn.Abort || p.comp != nil && p.comp.Txn != nil && p.comp.Txn.Abort)
 }
 
 // worstPartition is the partition of least availability among those
