@@ -100,6 +100,7 @@ type benchFlags struct {
 	// transactions of that many records over txnPartitions partitions.
 	txnRecords    int
 	txnPartitions int32
+	txnBackoff    time.Duration // kgo.ConcurrentTransactionsBackoff
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -125,6 +126,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of the key draws (each producer draws its own stream from it)")
 	fs.IntVar(&b.txnRecords, "txn-records", 0, "produce in transactions of this many records each (0: no transactions): begin, produce, commit, one transaction at a time per producer (each producer its own transactional id); reports transactions/s and commit latency, begin to commit acknowledged")
 	fs.Int32Var(&b.txnPartitions, "txn-partitions", 1, "with --txn-records, spread each transaction's records over this many partitions (0 to N-1, in turn)")
+	fs.DurationVar(&b.txnBackoff, "txn-backoff", 20*time.Millisecond, "with --txn-records, how long the client waits before asking again when the coordinator answers CONCURRENT_TRANSACTIONS (the previous transaction's markers still being written; kgo's ConcurrentTransactionsBackoff, 20ms by default as in kgo)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -303,6 +303,8 @@ func TestBenchTxnFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--txn-records", "-1"},
 		{"--txn-partitions", "2"},
+		{"--txn-backoff", "5ms"},
+		{"--txn-records", "10", "--txn-backoff", "0s"},
 		{"--txn-records", "10", "--txn-partitions", "0"},
 		{"--txn-records", "10", "--records", "15"},
 		{"--txn-records", "10", "--acks", "1"},

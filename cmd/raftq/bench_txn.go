@@ -18,12 +18,14 @@ import (
 // by --duration or by a --records that is a whole number of transactions.
 // Rate limits, keys and intervals are for record runs only.
 func checkTxnFlags(b *benchFlags, pf *producerFlags, changed func(string) bool) error {
-	if b.txnRecords < 0 || b.txnPartitions < 1 {
-		return usageError{errors.New("--txn-records must be non-negative, --txn-partitions positive")}
+	if b.txnRecords < 0 || b.txnPartitions < 1 || b.txnBackoff <= 0 {
+		return usageError{errors.New("--txn-records must be non-negative, --txn-partitions and --txn-backoff positive")}
 	}
 	if b.txnRecords == 0 {
-		if changed("txn-partitions") {
-			return usageError{errors.New("--txn-partitions needs --txn-records")}
+		for _, f := range []string{"txn-partitions", "txn-backoff"} {
+			if changed(f) {
+				return usageError{fmt.Errorf("--%s needs --txn-records", f)}
+			}
 		}
 		return nil
 	}
@@ -60,7 +62,10 @@ func checkTxnPartitions(b *benchFlags, setup map[string]string) error {
 // records' latencies from each Produce to its acknowledgement, and they
 // count only once the transaction commits. A transaction begun in the
 // warm-up counts as warm-up; one begun before the run's end finishes
-// within --drain-timeout after it.
+// within --drain-timeout after it. A transaction's first produce usually
+// waits out --txn-backoff: the coordinator answers its AddPartitionsToTxn
+// CONCURRENT_TRANSACTIONS while the previous one's markers are still being
+// written, as Kafka's does.
 func benchTxn(ctx context.Context, e *env, cf *clientFlags, opts []kgo.Opt, b *benchFlags) (benchResult, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -81,7 +86,7 @@ func benchTxn(ctx context.Context, e *env, cf *clientFlags, opts []kgo.Opt, b *b
 	var claimed atomic.Int64
 	var wg sync.WaitGroup
 	for i := range b.producers {
-		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.TransactionalID(fmt.Sprintf("%s-%d", prefix, i)),
+		cl, err := cf.client(append(opts, kgo.DefaultProduceTopic(b.topic), kgo.TransactionalID(fmt.Sprintf("%s-%d", prefix, i)), kgo.ConcurrentTransactionsBackoff(b.txnBackoff),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(max(1<<16, b.txnRecords)), kgo.WithHooks(trips))...)
 		if err != nil {
 			cancel()

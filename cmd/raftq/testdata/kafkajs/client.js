@@ -125,7 +125,7 @@ async function txn(txnId, topic, partitions, prefix, count, source, group) {
   await admin.connect();
   const ends = await admin.fetchTopicOffsets(source);
   await admin.disconnect();
-  const consumer = kafka.consumer({ groupId: group, readUncommitted: false, heartbeatInterval: 500, sessionTimeout: 10000 });
+  const consumer = kafka.consumer({ groupId: group, readUncommitted: false, heartbeatInterval: 500, sessionTimeout: 10000, maxWaitTimeInMs: 200 });
   await consumer.connect();
   await consumer.subscribe({ topic: source, fromBeginning: true });
   const next = new Map(ends.map(({ partition }) => [partition, 0]));
@@ -171,7 +171,7 @@ async function readc(group, topic) {
   await admin.connect();
   const ends = await admin.fetchTopicOffsets(topic);
   await admin.disconnect();
-  const consumer = kafka.consumer({ groupId: group, readUncommitted: false, heartbeatInterval: 500, sessionTimeout: 10000 });
+  const consumer = kafka.consumer({ groupId: group, readUncommitted: false, heartbeatInterval: 500, sessionTimeout: 10000, maxWaitTimeInMs: 200 });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   // next is each partition's position: past the batches read, counting
