@@ -5,7 +5,7 @@
 //   node client.js consume BROKERS GROUP TOPIC COUNT
 //   node client.js load    BROKERS TOPIC PARTITION PREFIX COUNT
 //   node client.js txn     BROKERS TXNID TOPIC PARTITIONS PREFIX COUNT SOURCE GROUP
-//   node client.js readc   BROKERS GROUP TOPIC
+//   node client.js readc   BROKERS GROUP TOPIC ENDS
 //
 // produce sends PREFIX-0 .. PREFIX-(COUNT-1) to one partition with an
 // idempotent producer (acks=all), ten records a request, and prints "ack
@@ -27,8 +27,9 @@
 // of TOPIC and commits the batch's offsets for GROUP with sendOffsets
 // ("ctp PARTITION FIRST NEXT" per transaction). readc reads TOPIC as a
 // member of GROUP with readUncommitted false, from the beginning up to
-// the end offsets it found first, printing "PARTITION OFFSET VALUE" per
-// record and "end PARTITION OFFSET" per partition. Every failure, or no result within two minutes, exits 1.
+// ENDS, its partitions' end offsets (PARTITION:OFFSET,...), printing
+// "PARTITION OFFSET VALUE" per record; its position counts the aborted
+// records and markers kafkajs skips. Every failure, or no result within two minutes, exits 1.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -166,11 +167,11 @@ async function txn(txnId, topic, partitions, prefix, count, source, group) {
   await producer.disconnect();
 }
 
-async function readc(group, topic) {
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = await admin.fetchTopicOffsets(topic);
-  await admin.disconnect();
+async function readc(group, topic, endsArg) {
+  const ends = endsArg.split(',').map((pe) => {
+    const [partition, high] = pe.split(':').map(Number);
+    return { partition, high };
+  });
   const consumer = kafka.consumer({ groupId: group, readUncommitted: false, heartbeatInterval: 500, sessionTimeout: 10000, maxWaitTimeInMs: 200 });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
@@ -196,7 +197,6 @@ async function readc(group, topic) {
     }).catch(reject);
   });
   await consumer.disconnect();
-  for (const { partition, high } of ends) console.log(`end ${partition} ${high}`);
 }
 
 const modes = { create, produce, consume, load, txn, readc };
