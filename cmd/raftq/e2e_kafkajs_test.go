@@ -99,7 +99,7 @@ func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster, tc topicConfigs) {
 // records, in order, and no aborted one; franz-go, reading uncommitted,
 // still finds the aborted ones in the log, and the group's committed
 // offsets are the source's end. It runs after kafkajsRoundTrip, which
-// fills "kafkajs".
+// fills "kafkajs" (its subtest).
 func kafkajsTxn(t *testing.T, c *chaos.Cluster, tc topicConfigs) {
 	node, env := kafkajsEnv(t)
 	brokers := strings.Join(seeds(c), ",")
