@@ -52,6 +52,21 @@ type benchResult struct {
 	// Setup is what the run was against (benchSetup): brokers, their
 	// raftq settings, the topic's partitions, replication factor and mode.
 	Setup map[string]string `json:"setup,omitempty"`
+	// The transaction figures, with --txn-records: transactions of
+	// TxnRecords records over TxnPartitions partitions, committed (the
+	// records above are theirs) or not (failed, or unanswered when the
+	// drain ended; Failed and Unanswered count their records), and the
+	// commit latency, from a transaction's begin to its commit
+	// acknowledged.
+	TxnRecords     int     `json:"txn_records,omitempty"`
+	TxnPartitions  int32   `json:"txn_partitions,omitempty"`
+	Transactions   int64   `json:"transactions,omitempty"`
+	FailedTxns     int64   `json:"failed_transactions,omitempty"`
+	UnansweredTxns int64   `json:"unanswered_transactions,omitempty"`
+	TxnsPerS       float64 `json:"transactions_per_sec,omitempty"`
+	CommitP50ms    float64 `json:"commit_p50_ms,omitempty"`
+	CommitP99ms    float64 `json:"commit_p99_ms,omitempty"`
+	CommitMaxMs    float64 `json:"commit_max_ms,omitempty"`
 	// Intervals, with --interval, splits the run by send time, so that a
 	// stall (a leader change, a slow disk) shows when it happened.
 	Intervals []benchInterval `json:"intervals,omitempty"`
@@ -81,6 +96,11 @@ type benchFlags struct {
 	warmup     time.Duration
 	drain      time.Duration
 	keys       *benchKeys // --keys (nil: records without keys)
+	// txnRecords, with --txn-records, makes the run transactional:
+	// transactions of that many records over txnPartitions partitions.
+	txnRecords    int
+	txnPartitions int32
+	txnBackoff    time.Duration // kgo.ConcurrentTransactionsBackoff
 }
 
 func runBench(ctx context.Context, e *env, args []string) error {
@@ -104,7 +124,13 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	keys := fs.Int("keys", 0, "key each record with one of this many distinct keys, drawn uniformly (0: no keys); with -c cleanup.policy=compact, to benchmark compaction")
 	tombstones := fs.Float64("tombstone-ratio", 0, "with --keys, send this share of the records as tombstones (null values)")
 	seed := fs.Uint64("seed", 1, "seed of the key draws (each producer draws its own stream from it)")
+	fs.IntVar(&b.txnRecords, "txn-records", 0, "produce in transactions of this many records each (0: no transactions): begin, produce, commit, one transaction at a time per producer (each producer its own transactional id); reports transactions/s and commit latency, begin to commit acknowledged")
+	fs.Int32Var(&b.txnPartitions, "txn-partitions", 1, "with --txn-records, spread each transaction's records over this many partitions (0 to N-1, in turn)")
+	fs.DurationVar(&b.txnBackoff, "txn-backoff", 20*time.Millisecond, "with --txn-records, how long the client waits before asking again when the coordinator answers CONCURRENT_TRANSACTIONS (the previous transaction's markers still being written; kgo's ConcurrentTransactionsBackoff, 20ms by default as in kgo)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkTxnFlags(b, pf, func(name string) bool { return fs.Changed(name) }); err != nil {
 		return err
 	}
 	bk, err := newBenchKeys(*keys, *tombstones, *seed)
@@ -141,7 +167,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil { // the figures still stand; only their setup is partial
 		fmt.Fprintf(e.stderr, "raftq bench: %v; the result names only part of its setup\n", err)
 	}
-	res, err := bench(ctx, e, cf, append(opts, codec), b)
+	run := bench
+	if b.txnRecords > 0 {
+		if err := checkTxnPartitions(b, setup); err != nil {
+			return err
+		}
+		run = benchTxn
+	}
+	res, err := run(ctx, e, cf, append(opts, codec), b)
 	if err != nil {
 		return err
 	}
@@ -382,9 +415,13 @@ func printBench(e *env, r benchResult, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(e.stdout).Encode(r)
 	}
-	fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
-		r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
-	fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	if r.TxnRecords > 0 {
+		printTxnBench(e, r)
+	} else {
+		fmt.Fprintf(e.stdout, "%d records of %d B in %.1fs (acks=%s, compression=%s): %.0f records/s, %.1f MB/s, %d failed\n",
+			r.Records, r.RecordSize, r.Seconds, r.Acks, r.Compression, r.RecordsPerS, r.MBPerS, r.Failed)
+		fmt.Fprintf(e.stdout, "latency p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n", r.P50ms, r.P99ms, r.P999ms, r.MaxMs)
+	}
 	if r.Keys > 0 {
 		fmt.Fprintf(e.stdout, "keys: %d distinct, drawn uniformly; %.1f%% tombstones\n", r.Keys, 100*r.TombstoneRatio)
 	}

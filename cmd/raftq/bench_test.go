@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/time/rate"
+
+	"github.com/raftq/raftq/chaos"
 )
 
 // --interval splits the latencies by when each record was sent, so that a
@@ -288,4 +292,76 @@ func TestBenchKeys(t *testing.T) {
 	if slices.Equal(a[:100], b) || !slices.Equal(a[:100], c) {
 		t.Errorf("streams: the second producer's equals the first's: %v; the same seed repeats them: %v", slices.Equal(a[:100], b), slices.Equal(a[:100], c))
 	}
+}
+
+// A transactional run (--txn-records) needs acks=all, an idempotent
+// producer and whole transactions; --txn-partitions needs --txn-records,
+// and record-run flags (--rate, --keys, --interval) are refused: all
+// usage errors, found before any broker is asked.
+func TestBenchTxnFlags(t *testing.T) {
+	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	for _, bad := range [][]string{
+		{"--txn-records", "-1"},
+		{"--txn-partitions", "2"},
+		{"--txn-backoff", "5ms"},
+		{"--txn-records", "10", "--txn-backoff", "0s"},
+		{"--txn-records", "10", "--txn-partitions", "0"},
+		{"--txn-records", "10", "--records", "15"},
+		{"--txn-records", "10", "--acks", "1"},
+		{"--txn-records", "10", "--idempotent=false"},
+		{"--txn-records", "10", "--rate", "100"},
+		{"--txn-records", "10", "--keys", "5"},
+		{"--txn-records", "10", "--interval", "1s"},
+	} {
+		if code := run(context.Background(), e, append([]string{"bench", "--brokers", "127.0.0.1:1"}, bad...)); code != 2 {
+			t.Errorf("raftq bench %v: exit %d, want 2 (usage)", bad, code)
+		}
+	}
+}
+
+// benchTxnRun runs a short transactional `raftq bench` against c (from
+// TestE2E_Bench, on its cluster): three transactions of 100 records over
+// three partitions, from two producers. It must report them committed,
+// and a read_committed consumer must find exactly their 300 records: the
+// partitions' end offsets then hold those and one marker per transaction
+// and partition, nothing else.
+func benchTxnRun(t *testing.T, c *chaos.Cluster) {
+	bs := strings.Join(seeds(c), ",")
+	const txns, per, parts = 3, 100, 3
+	out := cli(t, 0, "", "bench", "--topic", "txn", "--partitions", strconv.Itoa(parts), "--records", strconv.Itoa(txns*per),
+		"--txn-records", strconv.Itoa(per), "--txn-partitions", strconv.Itoa(parts), "--producers", "2", "--json", "-b", bs)
+	var res benchResult
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil {
+		t.Fatalf("bench --txn-records --json printed %q: %v", out.stdout, err)
+	}
+	if res.Transactions != txns || res.Records != txns*per || res.FailedTxns != 0 || res.Failed != 0 ||
+		res.TxnRecords != per || res.TxnPartitions != parts || res.TxnsPerS <= 0 || res.CommitP50ms <= 0 || res.CommitMaxMs < res.CommitP99ms {
+		t.Errorf("bench --txn-records: %+v; want %d transactions of %d records over %d partitions, none failed, commit latencies timed", res, txns, per, parts)
+	}
+	// More partitions than the topic has is a usage error.
+	cli(t, 2, "", "bench", "--topic", "txn", "--records", "100", "--txn-records", "100", "--txn-partitions", "4", "-b", bs)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := e2eClient(t, c, kgo.ConsumeTopics("txn"), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	read := 0
+	for read < txns*per {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed read %d records of the bench's %d before the deadline", read, txns*per)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		read += fs.NumRecords()
+	}
+	want := int64(txns*per + txns*parts)
+	waitFor(t, 30*time.Second, "the bench topic's end offsets", func(ctx context.Context) bool {
+		var sum int64
+		for p := range int32(parts) {
+			sum += endOffset(ctx, t, cl, "txn", p).Offset
+		}
+		if sum > want {
+			t.Fatalf("topic txn's end offsets sum to %d: more than %d records and %d markers", sum, txns*per, txns*parts)
+		}
+		return sum == want
+	})
 }

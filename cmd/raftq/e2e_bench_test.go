@@ -72,6 +72,8 @@ func TestE2E_Bench(t *testing.T) {
 		}
 	}
 
+	t.Run("txn", func(t *testing.T) { benchTxnRun(t, c) })
+
 	// A malformed --config is a usage error, an unknown key the broker's.
 	cli(t, 2, "", "bench", "--topic", "c", "--records", "1", "-c", "segment.bytes", "-b", bs)
 	out = cli(t, 1, "", "bench", "--topic", "c", "--records", "1", "-c", "no.such.config=1", "-b", bs)

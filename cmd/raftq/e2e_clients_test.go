@@ -26,7 +26,8 @@ import (
 // its newest protocol version; partition consumer), segmentio/kafka-go
 // (Writer; Reader on a partition and in a group), kcat (librdkafka:
 // producer, partition consumer, group consumer) and kafkajs (admin,
-// idempotent producer, group consumer) where they are installed. Each
+// idempotent producer, group consumer; transactional producer with
+// sendOffsets and a read_committed consumer) where they are installed. Each
 // producer writes its own topic, which franz-go reads back and checks:
 // every acknowledged record exactly once, in send order. The consumers
 // read the franz-go topic and must see the same log, except kafkajs's
@@ -77,6 +78,7 @@ func runClients(t *testing.T, tc topicConfigs) {
 	})
 	t.Run("kafkajs", func(t *testing.T) {
 		kafkajsRoundTrip(t, c, tc)
+		t.Run("txn", func(t *testing.T) { kafkajsTxn(t, c, tc) }) // reads the round trip's topic
 	})
 	checkNoCrashes(t, c)
 }

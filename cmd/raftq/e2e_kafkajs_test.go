@@ -88,6 +88,134 @@ func kafkajsRoundTrip(t *testing.T, c *chaos.Cluster, tc topicConfigs) {
 	}
 }
 
+// kafkajsTxn runs kafkajs's transactions against the cluster, through
+// testdata/kafkajs/client.js's txn and readc: a transactional producer
+// (idempotent, one request in flight) commits a transaction over every
+// partition of a topic and aborts another, then does consume-transform-
+// produce from kafkajsRoundTrip's topic "kafkajs" (a read_committed group
+// member; per batch, a transaction with its records and the batch's
+// offsets, sendOffsets, committed). A kafkajs read_committed consumer then
+// reads the topic up to its end offsets and must see exactly the committed
+// records, in order, and no aborted one; franz-go, reading uncommitted,
+// still finds the aborted ones in the log, and the group's committed
+// offsets are the source's end. It runs after kafkajsRoundTrip, which
+// fills "kafkajs" (its subtest).
+func kafkajsTxn(t *testing.T, c *chaos.Cluster, tc topicConfigs) {
+	node, env := kafkajsEnv(t)
+	brokers := strings.Join(seeds(c), ",")
+	const topic, group, parts, perPart = "kafkajs-txn", "kafkajs-txn-group", 3, 10
+	createTopic(t, c, topic, parts, 3, tc.with(nil))
+	source := map[int32][]string{}
+	for p := range int32(parts) {
+		source[p], _ = readPartition(t, c, "kafkajs", p)
+		if len(source[p]) == 0 {
+			t.Fatalf("kafkajs-%d is empty: kafkajsTxn reads what kafkajsRoundTrip wrote", p)
+		}
+	}
+	var ctp []string
+	ctpTxns := map[int32]int{}
+	for _, l := range lines(runKafkajs(t, node, env, "txn", brokers, "kafkajs-txn-id", topic, fmt.Sprint(parts), "kjs", fmt.Sprint(perPart), "kafkajs", group)) {
+		var p int32
+		switch {
+		case strings.HasPrefix(l, "ctp "):
+			ctp = append(ctp, l)
+			if _, err := fmt.Sscanf(l, "ctp %d", &p); err != nil {
+				t.Fatalf("kafkajs txn: malformed line %q", l)
+			}
+			ctpTxns[p]++
+		case l != "committed" && l != "aborted":
+			t.Errorf("kafkajs txn: unexpected line %q", l)
+		}
+	}
+	t.Logf("kafkajs consume-transform-produce: %d transactions: %q", len(ctp), ctp)
+	want := map[int32][]string{}
+	for p := range int32(parts) {
+		want[p] = seq(fmt.Sprintf("kjs-commit-p%d", p), perPart)
+		for _, v := range source[p] {
+			want[p] = append(want[p], "ctp-"+v)
+		}
+	}
+
+	// The end offsets to read to, past every record the transactions
+	// wrote (acks=all), the last markers perhaps still to come.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := e2eClient(t, c)
+	ends := map[int32]int64{}
+	var endArg []string
+	for p := range int32(parts) {
+		ends[p] = endOffset(ctx, t, cl, topic, p).Offset
+		endArg = append(endArg, fmt.Sprintf("%d:%d", p, ends[p]))
+	}
+	got := map[int32][]string{}
+	last := map[int32]int64{}
+	for _, l := range lines(runKafkajs(t, node, env, "readc", brokers, "kafkajs-txn-reader", topic, strings.Join(endArg, ","))) {
+		var p int32
+		var off int64
+		f := strings.SplitN(l, " ", 3)
+		if len(f) != 3 {
+			t.Fatalf("kafkajs readc: malformed line %q", l)
+		}
+		if _, err := fmt.Sscanf(f[0]+" "+f[1], "%d %d", &p, &off); err != nil {
+			t.Fatalf("kafkajs readc: malformed line %q", l)
+		}
+		if prev, ok := last[p]; ok && off <= prev {
+			t.Fatalf("kafkajs readc: offset %d of partition %d after %d", off, p, prev)
+		}
+		last[p] = off
+		got[p] = append(got[p], f[2])
+	}
+	for p := range int32(parts) {
+		if !slices.Equal(got[p], want[p]) {
+			t.Errorf("kafkajs read_committed consumer read %s-%d as %q, want %q", topic, p, got[p], want[p])
+		}
+		// The log holds the aborted records (and markers) too: the
+		// consumer read past them, to an end offset beyond them.
+		all := readUncommitted(t, c, topic, p, len(want[p])+perPart)
+		aborted := seq(fmt.Sprintf("kjs-abort-p%d", p), perPart)
+		if n := countIn(all, aborted); n != perPart {
+			t.Errorf("%s-%d read uncommitted holds %d of the %d aborted records", topic, p, n, perPart)
+		}
+		// Below the end, at least: the records, the first two
+		// transactions' markers and those of all but the last ctp one.
+		if floor := int64(len(all) + 2 + ctpTxns[p] - 1); ends[p] < floor {
+			t.Errorf("%s-%d's end offset %d: want at least %d (records and markers)", topic, p, ends[p], floor)
+		}
+	}
+	checkGroupCommitted(t, c, group, "kafkajs", source)
+}
+
+// readUncommitted reads topic-p from its start, read_uncommitted, until
+// it has n records (transaction markers leave gaps between them).
+func readUncommitted(t *testing.T, c *chaos.Cluster, topic string, p int32, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := e2eClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(0)}}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	var vals []string
+	for len(vals) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s-%d uncommitted: %d records of %d before the deadline", topic, p, len(vals), n)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { vals = append(vals, string(r.Value)) })
+	}
+	return vals
+}
+
+// countIn counts the values of vals found in log.
+func countIn(log, vals []string) int {
+	n := 0
+	for _, v := range vals {
+		if slices.Contains(log, v) {
+			n++
+		}
+	}
+	return n
+}
+
 // kafkajsEnv finds node and the kafkajs package: $RAFTQ_KAFKAJS, a
 // node_modules directory, or where .ci/run installs it with npm (the user
 // cache directory: $XDG_CACHE_HOME or ~/.cache).

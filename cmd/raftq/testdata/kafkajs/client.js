@@ -4,6 +4,8 @@
 //   node client.js produce BROKERS TOPIC PARTITION PREFIX COUNT
 //   node client.js consume BROKERS GROUP TOPIC COUNT
 //   node client.js load    BROKERS TOPIC PARTITION PREFIX COUNT
+//   node client.js txn     BROKERS TXNID TOPIC PARTITIONS PREFIX COUNT SOURCE GROUP
+//   node client.js readc   BROKERS GROUP TOPIC ENDS
 //
 // produce sends PREFIX-0 .. PREFIX-(COUNT-1) to one partition with an
 // idempotent producer (acks=all), ten records a request, and prints "ack
@@ -13,7 +15,21 @@
 // of GROUP from the beginning, printing a "PARTITION OFFSET VALUE" line
 // for each record as it comes (a record delivered again after a rejoin
 // prints again) and committing it, until it has seen COUNT distinct
-// records. Every failure, or no result within two minutes, exits 1.
+// records.
+//
+// txn runs a transactional producer (TXNID, idempotent, one request in
+// flight): a transaction sending PREFIX-commit-pP-0 .. -(COUNT-1) to
+// each of TOPIC's PARTITIONS that commits ("committed"), one sending
+// PREFIX-abort-pP-... that aborts ("aborted"), then consume-transform-
+// produce: a member of GROUP (read_committed, no commits of its own)
+// reads SOURCE from the beginning to its end offsets and, per batch, a
+// transaction sends each value, "ctp-" before it, to the same partition
+// of TOPIC and commits the batch's offsets for GROUP with sendOffsets
+// ("ctp PARTITION FIRST NEXT" per transaction). readc reads TOPIC as a
+// member of GROUP with readUncommitted false, from the beginning up to
+// ENDS, its partitions' end offsets (PARTITION:OFFSET,...), printing
+// "PARTITION OFFSET VALUE" per record; its position counts the aborted
+// records and markers kafkajs skips. Every failure, or no result within two minutes, exits 1.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 
@@ -90,7 +106,100 @@ async function consume(group, topic, count) {
   await consumer.disconnect();
 }
 
-const modes = { create, produce, consume, load };
+async function txn(txnId, topic, partitions, prefix, count, source, group) {
+  const producer = kafka.producer({ transactionalId: txnId, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  for (const outcome of ['commit', 'abort']) {
+    const tx = await producer.transaction();
+    const messages = [];
+    for (let p = 0; p < Number(partitions); p++) {
+      for (let i = 0; i < Number(count); i++) {
+        messages.push({ partition: p, value: `${prefix}-${outcome}-p${p}-${i}` });
+      }
+    }
+    await tx.send({ topic, messages });
+    await tx[outcome]();
+    console.log(outcome === 'commit' ? 'committed' : 'aborted');
+  }
+
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(source);
+  await admin.disconnect();
+  const consumer = kafka.consumer({ groupId: group, readUncommitted: false, heartbeatInterval: 500, sessionTimeout: 10000, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: source, fromBeginning: true });
+  const next = new Map(ends.map(({ partition }) => [partition, 0]));
+  const done = () => ends.every(({ partition, high }) => next.get(partition) >= Number(high));
+  await new Promise((resolve, reject) => {
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) reject(payload.error);
+    });
+    consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset }) => {
+        if (batch.messages.length === 0) return;
+        const tx = await producer.transaction();
+        try {
+          await tx.send({
+            topic,
+            messages: batch.messages.map((m) => ({ partition: batch.partition, value: `ctp-${m.value.toString()}` })),
+          });
+          const last = batch.messages[batch.messages.length - 1].offset;
+          await tx.sendOffsets({
+            consumerGroupId: group,
+            topics: [{ topic: source, partitions: [{ partition: batch.partition, offset: String(Number(last) + 1) }] }],
+          });
+          await tx.commit();
+          console.log(`ctp ${batch.partition} ${batch.messages[0].offset} ${Number(last) + 1}`);
+          resolveOffset(last);
+          next.set(batch.partition, Number(last) + 1);
+        } catch (err) {
+          await tx.abort().catch(() => {});
+          throw err;
+        }
+        if (done()) resolve();
+      },
+    }).catch(reject);
+  });
+  await consumer.disconnect();
+  await producer.disconnect();
+}
+
+async function readc(group, topic, endsArg) {
+  const ends = endsArg.split(',').map((pe) => {
+    const [partition, high] = pe.split(':').map(Number);
+    return { partition, high };
+  });
+  const consumer = kafka.consumer({ groupId: group, readUncommitted: false, heartbeatInterval: 500, sessionTimeout: 10000, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  // next is each partition's position: past the batches read, counting
+  // the ones kafkajs filters out whole (aborted records, markers).
+  const next = new Map(ends.map(({ partition }) => [partition, 0]));
+  const done = () => ends.every(({ partition, high }) => next.get(partition) >= Number(high));
+  await new Promise((resolve, reject) => {
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) reject(payload.error);
+    });
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.topic !== topic) return;
+      next.set(payload.partition, Math.max(next.get(payload.partition), Number(payload.lastOffset) + 1));
+      if (done()) resolve();
+    });
+    if (done()) resolve();
+    consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        console.log(`${partition} ${message.offset} ${message.value.toString()}`);
+      },
+    }).catch(reject);
+  });
+  await consumer.disconnect();
+}
+
+const modes = { create, produce, consume, load, txn, readc };
 const timer = setTimeout(() => { console.error(`${mode}: no result within two minutes`); process.exit(1); }, 120000);
 modes[mode](...args).then(
   () => { clearTimeout(timer); process.exit(0); },
