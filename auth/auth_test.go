@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/pbkdf2"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -303,6 +305,52 @@ func TestOAuthBearer_Unsecured(t *testing.T) {
 		"n,,\x01auth=Bearer a\x01auth=Bearer b\x01\x01", "n,a=,\x01auth=Bearer x\x01\x01", "n,,\x01=x\x01\x01"} {
 		if _, _, err := parseOAuthMessage([]byte(msg)); err == nil {
 			t.Errorf("message %q parsed", msg)
+		}
+	}
+}
+
+// TestScram_LibrdkafkaNonce: librdkafka sends its own nonce before the
+// whole server nonce in the client-final message; Kafka's server takes a
+// nonce that ends with its own, and so does ours, with the proof over
+// the message as sent. A nonce that does not end with the server's
+// fails.
+func TestScram_LibrdkafkaNonce(t *testing.T) {
+	l := users(t, []string{ScramSHA256}, map[string]string{"alice": "s3cret"})
+	for _, tc := range []struct {
+		name string
+		echo func(cnonce, full string) string
+		ok   bool
+	}{
+		{"RFC 5802", func(_, full string) string { return full }, true},
+		{"librdkafka", func(cnonce, full string) string { return cnonce + full }, true},
+		{"another server nonce", func(cnonce, _ string) string { return cnonce + "XYZ" }, false},
+	} {
+		s, _ := NewSession(ScramSHA256, l, nil)
+		c1bare := "n=alice,r=clientnonce42"
+		s1, err := s.Step([]byte("n,," + c1bare))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Split(string(s1), ",")
+		full := strings.TrimPrefix(f[0], "r=")
+		salt, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(f[1], "s="))
+		c, _ := l.Scram("alice", ScramSHA256)
+		sp, err := pbkdf2.Key(sha256.New, "s3cret", salt, c.Iterations, sha256.Size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hg, _ := hashFor(ScramSHA256)
+		clientKey := hmacSum(hg, sp, "Client Key")
+		stored := sha256.Sum256(clientKey)
+		wop := "c=biws,r=" + tc.echo("clientnonce42", full)
+		sig := hmacSum(hg, stored[:], c1bare+","+string(s1)+","+wop)
+		proof := make([]byte, len(sig))
+		for i := range sig {
+			proof[i] = clientKey[i] ^ sig[i]
+		}
+		_, err = s.Step([]byte(wop + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+		if tc.ok != (err == nil && s.Done()) {
+			t.Errorf("%s: %v, done %v, want ok %v", tc.name, err, s.Done(), tc.ok)
 		}
 	}
 }

@@ -29,6 +29,11 @@
 //     same salt) and the conversation runs to the end, failing at the
 //     proof exactly as a wrong password does. Every failure the client
 //     sees is the one ErrAuthFailed.
+//   - SCRAM's server side is RFC 5802's, with one leniency of Kafka's:
+//     the client-final nonce must end with the server's, not equal it,
+//     because librdkafka sends its own nonce before the whole server
+//     nonce. xdg-go/scram derives the credentials; its server is not
+//     used, as it refuses that.
 //   - Tokens over MaxTokenBytes are refused before parsing.
 //   - Every parser here is fuzzed (FuzzSessions): no input panics, and no
 //     input authenticates without the credential's password.

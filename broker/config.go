@@ -38,6 +38,22 @@ type Config struct {
 	// AdvertisedKafkaAddr is what Metadata tells clients; empty means
 	// KafkaAddr (which then must not be a wildcard address).
 	AdvertisedKafkaAddr string
+	// KafkaListenerName names the KafkaAddr listener, which is
+	// PLAINTEXT and the one brokers use among themselves (Kafka's
+	// inter.broker.listener.name); default PLAINTEXT.
+	KafkaListenerName string
+	// Listeners are further Kafka listeners (listeners.go), each with its
+	// own security protocol.
+	Listeners []Listener
+	// SASLMechanisms are the mechanisms SASL listeners offer; empty
+	// offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512. Users are the SCRAM
+	// credentials of the metadata (AlterUserScramCredentials); PLAIN
+	// checks a password against them.
+	SASLMechanisms []string
+	// SASLReauth is Kafka's connections.max.reauth.ms (KIP-368): how long
+	// a SASL session lasts before the client must authenticate again; 0
+	// means as long as the connection.
+	SASLReauth time.Duration
 
 	// InitialCluster maps every node id to its peer address. The metadata
 	// group (group 0) starts over the first 1, 3 or 5 of them by id (the
@@ -191,6 +207,7 @@ func DefaultConfig() Config {
 		ClusterID:                "raftq",
 		DataDir:                  "raftq-data",
 		KafkaAddr:                "127.0.0.1:9092",
+		KafkaListenerName:        ProtocolPlaintext,
 		PeerAddr:                 "127.0.0.1:9093",
 		AdminAddr:                "127.0.0.1:9644",
 		InitialCluster:           map[uint64]string{1: "127.0.0.1:9093"},
@@ -271,7 +288,7 @@ func (c *Config) Validate() error {
 	if _, err := c.advertisedKafka(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateListeners() // listeners.go
 }
 
 func (c *Config) advertisedKafka() (string, error) {

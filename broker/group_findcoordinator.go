@@ -14,21 +14,21 @@ import (
 // or __transaction_state partition the key hashes to (Kafka's hash, so
 // tools that compute it agree). This node's own raft status wins over the
 // metadata's leadership hint, which may trail an election.
-func (n *Node) serveFindCoordinator(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
+func (n *Node) serveFindCoordinator(conn *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.FindCoordinatorRequest)
 	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if r.Version < 4 {
-		c := n.findCoordinator(r.CoordinatorKey, r.CoordinatorType)
+		c := n.findCoordinator(r.CoordinatorKey, r.CoordinatorType, conn.Listener())
 		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.ErrorMessage, c.NodeID, c.Host, c.Port
 		return kafka.Ready(resp)
 	}
 	for _, key := range r.CoordinatorKeys {
-		resp.Coordinators = append(resp.Coordinators, n.findCoordinator(key, r.CoordinatorType))
+		resp.Coordinators = append(resp.Coordinators, n.findCoordinator(key, r.CoordinatorType, conn.Listener()))
 	}
 	return kafka.Ready(resp)
 }
 
-func (n *Node) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+func (n *Node) findCoordinator(key string, keyType int8, listener string) kmsg.FindCoordinatorResponseCoordinator {
 	out := kmsg.NewFindCoordinatorResponseCoordinator()
 	out.Key, out.NodeID = key, -1
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -69,6 +69,6 @@ func (n *Node) findCoordinator(key string, keyType int8) kmsg.FindCoordinatorRes
 		return fail(kerr.CoordinatorNotAvailable, "the "+what+" partition has no live leader")
 	}
 	out.NodeID = int32(leader)
-	out.Host, out.Port = splitHostPort(b.KafkaAddr)
+	out.Host, out.Port = splitHostPort(b.AddrFor(listener))
 	return out
 }

@@ -20,23 +20,23 @@ import (
 // replica, and from the leadership hints in the metadata elsewhere.
 // Unknown topics are created when the client allows it and the broker is
 // configured to.
-func (n *Node) serveMetadata(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
+func (n *Node) serveMetadata(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.MetadataRequest)
 	if n.wantsAutoCreate(r) {
 		f := kafka.NewFuture()
 		go func() {
 			n.autoCreate(missingTopics(n.meta.View(), r))
-			f.Complete(n.metadataResponse(r), nil)
+			f.Complete(n.metadataResponse(r, c.Listener()), nil)
 		}()
 		return f
 	}
-	return kafka.Ready(n.metadataResponse(r))
+	return kafka.Ready(n.metadataResponse(r, c.Listener()))
 }
 
-func (n *Node) metadataResponse(r *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+func (n *Node) metadataResponse(r *kmsg.MetadataRequest, listener string) *kmsg.MetadataResponse {
 	st := n.meta.View()
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = n.brokerList(st)
+	resp.Brokers = n.brokerList(st, listener)
 	resp.ClusterID = &n.cfg.ClusterID
 	resp.ControllerID = n.controllerID()
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
@@ -76,9 +76,9 @@ func lookupTopic(st *coordinator.State, name *string, id [16]byte) *coordinator.
 // answering), and the metadata leader (which served as controller). A
 // broker that died is left out until it is back, so clients do not dial
 // it; its replicas still show in partitions, as offline.
-func (n *Node) brokerList(st *coordinator.State) []kmsg.MetadataResponseBroker {
+func (n *Node) brokerList(st *coordinator.State, listener string) []kmsg.MetadataResponseBroker {
 	var out []kmsg.MetadataResponseBroker
-	for _, b := range n.brokers(st) {
+	for _, b := range n.brokers(st, listener) {
 		if !b.fenced {
 			out = append(out, b.MetadataResponseBroker)
 		}
@@ -94,12 +94,12 @@ type listedBroker struct {
 }
 
 // brokers returns every registered broker in id order.
-func (n *Node) brokers(st *coordinator.State) []listedBroker {
+func (n *Node) brokers(st *coordinator.State, listener string) []listedBroker {
 	controller := n.controllerID()
 	var out []listedBroker
 	for _, id := range st.BrokerIDs() {
 		b := st.Brokers[id]
-		host, port := splitHostPort(b.KafkaAddr)
+		host, port := splitHostPort(b.AddrFor(listener))
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = int32(id), host, port
 		if b.Rack != "" {

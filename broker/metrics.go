@@ -30,6 +30,7 @@ type metrics struct {
 	// ISR mode: ISR changes (reconcile) and follower fetches (isr.Hooks).
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
+	saslAuths     *prometheus.CounterVec // SASL listeners (listeners.go)
 	dash          *dashboard // metrics_dashboard.go
 
 	cleanerRuns      prometheus.Counter // cleaner.go
@@ -77,11 +78,23 @@ func newMetrics() *metrics {
 	for _, d := range []string{"expand", "shrink"} {
 		m.isrChanges.WithLabelValues(d)
 	}
+	m.saslAuths = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftq_sasl_authentications_total", Help: "SASL authentications on this node's SASL listeners, by mechanism and outcome: ok or failed.",
+	}, []string{"mechanism", "outcome"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
-		m.isrChanges, m.followerFetch,
+		m.isrChanges, m.followerFetch, m.saslAuths,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dash = newDashboard(m.reg)
 	return m
+}
+
+// saslAuth counts one SASL authentication's end.
+func (m *metrics) saslAuth(mechanism string, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+	}
+	m.saslAuths.WithLabelValues(mechanism, outcome).Inc()
 }
 
 // registerOffline exports how many replicas placed on the node it cannot

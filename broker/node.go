@@ -35,6 +35,7 @@ type Node struct {
 	ctl  *coordinator.Controller // group 0 and the control plane's loops
 
 	kafka   *kafka.Server
+	extra   []*kafka.Server // Config.Listeners, in order (listeners.go)
 	admin   *http.Server
 	adminLn net.Listener
 	metrics *metrics
@@ -115,12 +116,16 @@ func (n *Node) start() error {
 	if err := n.startKafka(); err != nil {
 		return err
 	}
+	if err := n.startListeners(); err != nil {
+		return err
+	}
 	if err := n.startAdmin(); err != nil {
 		return err
 	}
 	_, _, adminAddr := n.Addrs()
 	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: n.peerAdvert(), AdminAddr: adminAddr, Incarnation: n.incarnation,
-		StartID: coordinator.NewStartID(), ControlledShutdown: true, SetMaintenance: true, ElectUnclean: true, ResignLostData: true, RestartForgetsLeader: true})
+		StartID: coordinator.NewStartID(), ControlledShutdown: true, SetMaintenance: true, ElectUnclean: true, ResignLostData: true, RestartForgetsLeader: true,
+		Listeners: n.advertisedListeners()})
 	n.goLoop("retention", n.retentionLoop)
 	n.goLoop("groups", n.groupsLoop)
 	n.goLoop("cleaner", n.cleanerLoop)
@@ -202,12 +207,7 @@ func (n *Node) startController() error {
 }
 
 func (n *Node) startKafka() error {
-	kc := kafka.DefaultConfig()
-	kc.Addr = n.cfg.KafkaAddr
-	kc.MaxFrameBytes = int(n.cfg.MaxRequestBytes)
-	kc.Logger = n.log.With("component", "kafka")
-	kc.Observer = n.metrics
-	s, err := kafka.Start(kc, n.handler())
+	s, err := kafka.Start(n.kafkaConfig(n.cfg.KafkaListenerName, n.cfg.KafkaAddr), n.handler())
 	if err != nil {
 		return fmt.Errorf("kafka listener: %w", err)
 	}
@@ -267,6 +267,7 @@ func (n *Node) Close() error {
 		errs = append(errs, n.kafka.Shutdown(ctx))
 		cancel()
 	}
+	errs = append(errs, n.shutdownListeners()...)
 	if n.admin != nil {
 		errs = append(errs, n.admin.Close())
 	}

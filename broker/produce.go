@@ -20,11 +20,12 @@ import (
 // partition is done: acks=all once committed, acks=1 once the leader's own
 // log holds it (and its offset is known), acks=0 never.
 func (n *Node) serveProduce(c *kafka.Conn, req *kafka.Request) kafka.Pending {
-	return n.produce(c.Context(), req.Body.(*kmsg.ProduceRequest))
+	return n.produce(c.Context(), req.Body.(*kmsg.ProduceRequest), c.Listener())
 }
 
-// produce serves one Produce request; ctx is the connection's.
-func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pending {
+// produce serves one Produce request; ctx is the connection's, and
+// listener the name of the listener it came in on.
+func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest, listener string) kafka.Pending {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	var waits []func(context.Context)
 	refuse := r.TransactionID == nil && hasTransactional(r)
@@ -58,7 +59,7 @@ func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pendin
 		}
 	}
 	if r.Acks == 0 || len(waits) == 0 {
-		n.addLeaderEndpoints(resp)
+		n.addLeaderEndpoints(resp, listener)
 		n.metrics.countProduce(r, resp)
 		if r.Acks == 0 {
 			return kafka.NoResponse()
@@ -73,7 +74,7 @@ func (n *Node) produce(ctx context.Context, r *kmsg.ProduceRequest) kafka.Pendin
 		for _, w := range waits {
 			w(ctx)
 		}
-		n.addLeaderEndpoints(resp)
+		n.addLeaderEndpoints(resp, listener)
 		// Counted once the waits have filled in every outcome: an error
 		// found at apply (a sequence gap) or a timeout is not a success.
 		n.metrics.countProduce(r, resp)

@@ -55,7 +55,7 @@ func (n *Node) answerNotLeader(ctx context.Context, repl replication, sp *kmsg.P
 
 // addLeaderEndpoints lists the address of every leader a NOT_LEADER
 // answer in resp names: clients follow a hint only with its endpoint.
-func (n *Node) addLeaderEndpoints(resp *kmsg.ProduceResponse) {
+func (n *Node) addLeaderEndpoints(resp *kmsg.ProduceResponse, listener string) {
 	st := n.meta.View()
 	seen := map[int32]bool{}
 	for _, t := range resp.Topics {
@@ -71,7 +71,7 @@ func (n *Node) addLeaderEndpoints(resp *kmsg.ProduceResponse) {
 			}
 			rb := kmsg.NewProduceResponseBroker()
 			rb.NodeID = id
-			rb.Host, rb.Port = splitHostPort(b.KafkaAddr)
+			rb.Host, rb.Port = splitHostPort(b.AddrFor(listener))
 			if b.Rack != "" {
 				rb.Rack = &b.Rack
 			}

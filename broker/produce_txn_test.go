@@ -12,7 +12,7 @@ func produceTxnOne(t *testing.T, n *Node, batch []byte) kmsg.ProduceResponseTopi
 	t.Helper()
 	req := produceRequest("t", 0, -1, batch)
 	req.TransactionID = kmsg.StringPtr("tx")
-	return result(t, n.produce(context.Background(), req)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return result(t, n.produce(context.Background(), req, "")).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
 
 // A marker that ends the transaction while its batch is being verified

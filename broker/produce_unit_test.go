@@ -16,7 +16,7 @@ import (
 
 func produceOne(t *testing.T, n *Node, acks int16, batch []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
-	resp := result(t, n.produce(context.Background(), produceRequest("t", 0, acks, batch)))
+	resp := result(t, n.produce(context.Background(), produceRequest("t", 0, acks, batch), ""))
 	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
 
@@ -50,7 +50,7 @@ func TestProduce_AcksAllWaitsForTheCommit(t *testing.T) {
 	f.next = func([]byte, partition.BatchInfo) (pendingAppend, error) {
 		return &fakeAppend{base: 7, committed: commit, result: partition.ProduceResult{Base: 9, Last: 9}}, nil
 	}
-	p := n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")))
+	p := n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")), "")
 	close(commit)
 	sp := result(t, p).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	if sp.ErrorCode != 0 || sp.BaseOffset != 9 {
@@ -82,7 +82,7 @@ func TestProduce_Acks1WaitsForTheCommitWithoutAnOffset(t *testing.T) {
 	f.next = func([]byte, partition.BatchInfo) (pendingAppend, error) {
 		return &fakeAppend{base: -1, committed: commit, result: partition.ProduceResult{Base: 5, Last: 5}}, nil
 	}
-	p := n.produce(context.Background(), produceRequest("t", 0, 1, testBatch(t, -1, 0, 0, "a")))
+	p := n.produce(context.Background(), produceRequest("t", 0, 1, testBatch(t, -1, 0, 0, "a")), "")
 	close(commit)
 	sp := result(t, p).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	if sp.ErrorCode != 0 || sp.BaseOffset != 5 {
@@ -93,7 +93,7 @@ func TestProduce_Acks1WaitsForTheCommitWithoutAnOffset(t *testing.T) {
 func TestProduce_Acks0AppendsAndAnswersNothing(t *testing.T) {
 	f := newFakeReplication(t, 1)
 	n := newUnitNode(t, "t", nil, f)
-	if resp := result(t, n.produce(context.Background(), produceRequest("t", 0, 0, testBatch(t, -1, 0, 0, "a")))); resp != nil {
+	if resp := result(t, n.produce(context.Background(), produceRequest("t", 0, 0, testBatch(t, -1, 0, 0, "a")), "")); resp != nil {
 		t.Fatalf("acks=0 got a response: %+v", resp)
 	}
 	if f.appends != 1 {
@@ -107,7 +107,7 @@ func TestProduce_NotLeaderNamesTheLeader(t *testing.T) {
 	f := newFakeReplication(t, 1)
 	f.setLeadership(leadership{Leader: 2, Epoch: 4})
 	n := newUnitNode(t, "t", nil, f)
-	resp := result(t, n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")))).(*kmsg.ProduceResponse)
+	resp := result(t, n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")), "")).(*kmsg.ProduceResponse)
 	sp := resp.Topics[0].Partitions[0]
 	wantCode(t, sp, kerr.NotLeaderForPartition)
 	if sp.CurrentLeader.LeaderID != 2 || sp.CurrentLeader.LeaderEpoch != 4 {
@@ -127,7 +127,7 @@ func TestProduce_DuringAnElectionNamesTheWinner(t *testing.T) {
 	f.setLeadership(leadership{Epoch: 4, Settling: true})
 	n := newUnitNode(t, "t", nil, f)
 	n.cfg.ElectionTicks = 1000 // a settle wait far longer than the test
-	p := n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")))
+	p := n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")), "")
 	f.waitSettling(t)
 	f.setLeadership(leadership{Leader: 3, Epoch: 5})
 	sp := result(t, p).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
@@ -147,7 +147,7 @@ func TestProduce_LeadershipLostMidProduce(t *testing.T) {
 	f.next = func([]byte, partition.BatchInfo) (pendingAppend, error) {
 		return &fakeAppend{base: -1, committed: commit, commitErr: fmt.Errorf("%w: test", errAppendLost)}, nil
 	}
-	p := n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")))
+	p := n.produce(context.Background(), produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a")), "")
 	f.setLeadership(leadership{Epoch: 1, Settling: true})
 	close(commit)
 	f.waitSettling(t)
@@ -201,7 +201,7 @@ func TestProduce_TimesOutWaitingForTheCommit(t *testing.T) {
 	}
 	req := produceRequest("t", 0, -1, testBatch(t, -1, 0, 0, "a"))
 	req.TimeoutMillis = 20
-	sp := result(t, n.produce(context.Background(), req)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	sp := result(t, n.produce(context.Background(), req, "")).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	wantCode(t, sp, kerr.RequestTimedOut)
 }
 
@@ -263,7 +263,7 @@ func TestProduce_AcksAllReachesAppendAndItsRefusal(t *testing.T) {
 	f := newFakeReplication(t, 1)
 	n := newUnitNode(t, "t", nil, f)
 	for _, acks := range []int16{1, -1, 0} {
-		result(t, n.produce(context.Background(), produceRequest("t", 0, acks, testBatch(t, -1, 0, 0, "a"))))
+		result(t, n.produce(context.Background(), produceRequest("t", 0, acks, testBatch(t, -1, 0, 0, "a")), ""))
 	}
 	if got, want := fmt.Sprint(f.acksAll), "[false true false]"; got != want {
 		t.Fatalf("Append saw acksAll %s for acks 1, -1, 0; want %s", got, want)

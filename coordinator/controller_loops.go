@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -23,7 +24,8 @@ func (c *Controller) registerLoop(ctx context.Context, me Broker) {
 	for {
 		changed := m.Changed()
 		if b, ok := m.View().Brokers[me.ID]; !ok || b.KafkaAddr != me.KafkaAddr || b.PeerAddr != me.PeerAddr ||
-			b.AdminAddr != me.AdminAddr || b.Incarnation != me.Incarnation || b.StartID != me.StartID {
+			b.AdminAddr != me.AdminAddr || b.Incarnation != me.Incarnation || b.StartID != me.StartID ||
+			!maps.Equal(b.Listeners, me.Listeners) {
 			res, err := c.ProposeRetry(ctx, &Command{RegisterBroker: &me})
 			switch {
 			case err == nil && res.Err == nil:

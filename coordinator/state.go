@@ -79,6 +79,21 @@ type Broker struct {
 	// left goes to unclean recovery instead. Registrations without it
 	// (logs of earlier binaries) replay as before.
 	RestartForgetsLeader bool `json:"restart_forgets_leader,omitempty"`
+	// Listeners are the advertised addresses of the broker's Kafka
+	// listeners by name (Kafka's advertised.listeners), so that a
+	// client is answered with the addresses of the listener it came in
+	// on. KafkaAddr is the inter-broker listener's, and every address
+	// of a registration without Listeners.
+	Listeners map[string]string `json:"listeners,omitempty"`
+}
+
+// AddrFor is b's advertised address on the named listener: KafkaAddr
+// when b has no such listener.
+func (b *Broker) AddrFor(listener string) string {
+	if a, ok := b.Listeners[listener]; ok {
+		return a
+	}
+	return b.KafkaAddr
 }
 
 // Eligible reports whether b may lead partitions and join ISRs: alive

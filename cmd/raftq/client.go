@@ -26,11 +26,13 @@ type clientFlags struct {
 	// a network namespace is reached through its DialContext (the matrix's
 	// cost phase).
 	dial dialFunc
+	sasl saslFlags // client_sasl.go
 }
 
 func bindClientFlags(e *env, fs *pflag.FlagSet) *clientFlags {
 	c := &clientFlags{}
 	fs.StringVarP(&c.brokers, "brokers", "b", e.flagDefault(envBrokers, "127.0.0.1:9092"), "bootstrap brokers, comma separated; $"+envBrokers+" sets the default")
+	c.sasl.bind(e, fs)
 	return c
 }
 
@@ -47,6 +49,13 @@ func (c *clientFlags) seeds() []string {
 // client returns a kgo client for the brokers with extra options.
 func (c *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	base := []kgo.Opt{kgo.SeedBrokers(c.seeds()...)}
+	m, err := c.sasl.mechanism()
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
+		base = append(base, kgo.SASL(m))
+	}
 	if c.dial != nil {
 		base = append(base, kgo.Dialer(c.dial))
 	}

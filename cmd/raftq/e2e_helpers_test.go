@@ -54,6 +54,13 @@ func e2eCluster(t *testing.T, n int, extra ...string) *chaos.Cluster {
 // run after the nodes have stopped.
 func e2eClusterWith(t *testing.T, n int, prepare func(*chaos.Cluster), extra ...string) *chaos.Cluster {
 	t.Helper()
+	return e2eClusterNodeArgs(t, n, prepare, nil, extra...)
+}
+
+// e2eClusterNodeArgs is e2eClusterWith with nodeArgs, when not nil,
+// adding each node's own flags.
+func e2eClusterNodeArgs(t *testing.T, n int, prepare func(*chaos.Cluster), nodeArgs func(chaos.Node) []string, extra ...string) *chaos.Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end cluster tests run real processes; skipped with -short")
 	}
@@ -61,6 +68,10 @@ func e2eClusterWith(t *testing.T, n int, prepare func(*chaos.Cluster), extra ...
 	cfg.Binary, cfg.Nodes, cfg.Dir = raftqBinary, n, t.TempDir()
 	args := append([]string{"--tick-interval", "50ms", "--log-level", "info"}, extra...)
 	cfg.Args = chaos.ServerArgs("e2e", "always", args...)
+	if nodeArgs != nil {
+		common := cfg.Args
+		cfg.Args = func(node chaos.Node, all []chaos.Node) []string { return append(common(node, all), nodeArgs(node)...) }
+	}
 	cfg.Ready = chaos.HTTPReady("/v1/status")
 	cfg.Leader = nil
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -35,6 +35,7 @@ func commands() map[string]command {
 		"group":     {"list|describe|reset-offsets [GROUP]", "list, describe or reset consumer groups", runGroup},
 		"partition": {"move|status|cancel|elect [TOPIC/PARTITION...]", "move partitions to other brokers, follow or cancel moves, elect leaders", runPartition},
 		"jepsen":    {"run|check [DIR]", "run a Jepsen test against a local cluster under faults", runJepsen},
+		"user":      {"create|delete|list [USER]", "create, delete or list SASL/SCRAM users", runUser},
 	}
 }
 

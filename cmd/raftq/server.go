@@ -25,7 +25,8 @@ type serverFlags struct {
 	brokerConfigs *brokerConfigFlags
 	// shutdownTimeout bounds the leadership drain on SIGTERM (0: none).
 	shutdownTimeout time.Duration
-	join            joinFlags // server_join.go
+	join            joinFlags      // server_join.go
+	listeners       *listenerFlags // server_listeners.go
 }
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
@@ -74,6 +75,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	fs.DurationVar(&c.TransactionalIDExpiration, "transactional-id-expiration", c.TransactionalIDExpiration, "how long an idle transactional id is kept (transactional.id.expiration.ms)")
 	bindReplicationFlags(fs, c)
 	bindJoinFlags(fs, f)
+	f.listeners = bindListenerFlags(fs, c)
 	f.brokerConfigs = bindBrokerConfigFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)
@@ -113,6 +115,11 @@ func (f *serverFlags) config(logger *slog.Logger) (broker.Config, error) {
 	}
 	if err := f.joinConfig(&c); err != nil {
 		return c, err
+	}
+	if f.listeners != nil {
+		if err := f.listeners.apply(&c); err != nil {
+			return c, err
+		}
 	}
 	switch f.fsync {
 	case "always":

@@ -35,6 +35,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives counts and latencies; nil means none.
 	Observer Observer
+	// Name is the listener's name (Kafka's listener name, e.g.
+	// PLAINTEXT or SASL), which Conn.Listener gives the handler.
+	Name string
 	// SASL, when set, makes every connection authenticate first (see
 	// SASLConfig); nil serves anyone, as Kafka's PLAINTEXT listener.
 	SASL *SASLConfig

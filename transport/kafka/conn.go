@@ -51,6 +51,10 @@ type ClientSoftware struct {
 	Name, Version string
 }
 
+// Listener is the name of the listener the connection came in on
+// (Config.Name).
+func (c *Conn) Listener() string { return c.srv.cfg.Name }
+
 // ID is unique among the server's connections.
 func (c *Conn) ID() uint64 { return c.id }
 
