@@ -81,4 +81,3 @@ func TestListeners_SASLBesidePlaintext(t *testing.T) {
 		t.Error("a client without SASL got metadata from a SASL listener")
 	}
 }
-

@@ -31,7 +31,7 @@ type metrics struct {
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
 	saslAuths     *prometheus.CounterVec // SASL listeners (listeners.go)
-	dash          *dashboard // metrics_dashboard.go
+	dash          *dashboard             // metrics_dashboard.go
 
 	cleanerRuns      prometheus.Counter // cleaner.go
 	cleanerReclaimed prometheus.Counter

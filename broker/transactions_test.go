@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/raftq/raftq/coordinator/txns"
+	"github.com/raftq/raftq/partition"
 	"github.com/raftq/raftq/transport/kafka"
 )
 
@@ -520,7 +521,9 @@ func TestTxnCoord_Timeout(t *testing.T) {
 
 // TestTxnCoord_Failover: the coordinator dies after PrepareCommit with
 // its markers unwritten; the next leader of its transaction partition
-// writes them, at its own coordinator epoch, and completes the commit.
+// writes them, with the transaction's number as their coordinator epoch
+// as before (partitions take each number's marker once), and completes
+// the commit.
 func TestTxnCoord_Failover(t *testing.T) {
 	sink := newMarkerSink(t)
 	c := txnCluster(t, 3, sink, nil)
@@ -555,8 +558,8 @@ func TestTxnCoord_Failover(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for _, m := range ms {
-		if !m.Committed || m.CoordinatorEpoch <= oldEpoch {
-			t.Errorf("marker %+v: want a commit at a coordinator epoch above %d", m, oldEpoch)
+		if !m.Committed || m.CoordinatorEpoch != oldEpoch || partition.MarkerSeq(m.CoordinatorEpoch) != 1 {
+			t.Errorf("marker %+v: want a commit of transaction number 1, as before the failover (%d)", m, oldEpoch)
 		}
 		for _, p := range markerPartitions(m) {
 			got[p] = true

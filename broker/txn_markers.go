@@ -25,9 +25,11 @@ const markerTimeout = 30 * time.Second
 // refused: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
 // INVALID_PRODUCER_EPOCH for an epoch older than the producer's,
 // NOT_ENOUGH_REPLICAS for an ISR partition below min.insync.replicas.
-// Markers are never deduplicated: one delivered again finds its
-// transaction closed and changes nothing (partition/doc.go). A marker is
-// never recompressed, whatever the topic's compression.type.
+// A marker delivered again (the coordinator retried it after losing the
+// answer, and the first request landed late) is answered NONE and not
+// appended: the partition takes each transaction's marker once
+// (partition/doc.go, MarkerSeq). A marker is never recompressed,
+// whatever the topic's compression.type.
 func (n *Node) serveWriteTxnMarkers(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	return n.writeTxnMarkers(c.Context(), req.Body.(*kmsg.WriteTxnMarkersRequest))
 }

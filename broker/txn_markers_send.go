@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 
@@ -142,8 +141,8 @@ func (n *Node) markerAddr(broker uint64) string {
 func txnMarkerRequest(txn txns.PendingTxn, parts txns.Partitions, coordinatorEpoch uint64) *kmsg.WriteTxnMarkersRequest {
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed = txn.ProducerID, txn.ProducerEpoch, txn.Commit
-	m.CoordinatorEpoch = int32(min(coordinatorEpoch, math.MaxInt32))
-	m.TransactionVersion = 0 // KIP-890 part 2 is not modelled (coordinator/txns/doc.go)
+	m.CoordinatorEpoch = txns.MarkerEpoch(txn, coordinatorEpoch) // partitions take it once (partition.MarkerSeq)
+	m.TransactionVersion = 0                                     // KIP-890 part 2 is not modelled (coordinator/txns/doc.go)
 	for _, topic := range parts.Topics() {
 		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 		mt.Topic, mt.Partitions = topic, parts[topic]

@@ -210,11 +210,18 @@
 // the producer to it, as the coordinator's fencing abort does. A
 // non-transactional batch of a producer whose transaction is open here is
 // refused with INVALID_TXN_STATE, as Kafka's appendDataBatch refuses it
-// (checkTxnState, after the producer check). Markers are
-// never deduplicated (the coordinator may write one twice); a retried
-// transactional batch is, like any idempotent batch, and changes nothing.
-// The coordinator epoch a marker carries is decoded, not checked
-// (TRANSACTION_COORDINATOR_FENCED is the coordinator's to enforce).
+// (checkTxnState, after the producer check). A marker whose coordinator
+// epoch carries its transaction's number (MarkerSeq, from
+// coordinator/txns.MarkerEpoch) is taken once per producer and number:
+// a copy at or below ProducerState.MarkerSeq is answered as a duplicate
+// and not appended, since the coordinator retries a marker whose answer
+// it lost, and the first request may land after the producer's next
+// transaction began (it would end that one). Markers without a number
+// (earlier binaries, whose entries must replay as they were applied)
+// are never deduplicated. The ISR rebuild scans read headers only, so
+// a marker after an ISR replica's last checkpoint is not deduplicated
+// after its restart. A retried transactional batch is deduplicated like
+// any idempotent batch, and changes nothing.
 //
 //   - Open transactions: what replaying every batch of the log from the
 //     first segment's base gives, starting from the transactions open at

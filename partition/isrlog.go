@@ -124,9 +124,9 @@ func (r *ISRLog) HighWatermark() int64 { return r.log.HighWatermark() }
 
 // recordProducer notes a batch of an idempotent producer, under the lock:
 // recordProducer changes the state in place.
-func (r *ISRLog) recordProducer(info BatchInfo, base, last int64) {
+func (r *ISRLog) recordProducer(info BatchInfo, base, last int64, seq int32) {
 	r.producersMu.Lock()
-	r.producers[info.ProducerID] = recordProducer(r.producers[info.ProducerID], info, base, last)
+	r.producers[info.ProducerID] = recordProducer(r.producers[info.ProducerID], info, base, last, seq)
 	r.producersMu.Unlock()
 }
 
@@ -155,7 +155,7 @@ func (r *ISRLog) Producer(pid int64) *ProducerState {
 	if st == nil {
 		return nil
 	}
-	return &ProducerState{Epoch: st.Epoch, Batches: append([]ProducerBatch(nil), st.Batches...)}
+	return &ProducerState{Epoch: st.Epoch, Batches: append([]ProducerBatch(nil), st.Batches...), MarkerSeq: st.MarkerSeq}
 }
 
 // AppendLeader appends a produced batch as the leader of epoch, following
@@ -185,6 +185,9 @@ func (r *ISRLog) AppendLeader(batch []byte, info BatchInfo, epoch int32) (Produc
 		if dup != nil {
 			return ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, MaxTimestamp: dup.MaxTimestamp, Duplicate: true, LogStart: start}, nil
 		}
+		if takenMarker(st, batchMarkerSeq(batch, info)) {
+			return ProduceResult{Base: -1, Last: -1, Duplicate: true, LogStart: start}, nil
+		}
 		if err := r.log.checkTxnState(info); err != nil {
 			return ProduceResult{Err: err, LogStart: start}, nil
 		}
@@ -195,7 +198,7 @@ func (r *ISRLog) AppendLeader(batch []byte, info BatchInfo, epoch int32) (Produc
 		return batchRefusal(err, start)
 	}
 	if info.Idempotent() {
-		r.recordProducer(info, base, last) // st is r.producers[info.ProducerID]
+		r.recordProducer(info, base, last, batchMarkerSeq(batch, info)) // st is r.producers[info.ProducerID]
 	}
 	return ProduceResult{Base: base, Last: last, MaxTimestamp: info.MaxTimestamp, LogStart: start}, nil
 }
@@ -232,15 +235,17 @@ func (r *ISRLog) AppendFollower(batch []byte) error {
 	if err != nil {
 		return fmt.Errorf("append follower batch: %w", err)
 	}
-	r.noteBatch(info, base, last)
+	r.noteBatch(info, base, last, batchMarkerSeq(batch, info))
 	return nil
 }
 
 // noteBatch updates producers and epochs for a batch now in the log, as a
-// follower append and the rebuild scans do.
-func (r *ISRLog) noteBatch(info BatchInfo, base, last int64) {
+// follower append and the rebuild scans do (which pass no marker number:
+// they read headers only, so a marker after the last checkpoint is not
+// deduplicated after a restart).
+func (r *ISRLog) noteBatch(info BatchInfo, base, last int64, seq int32) {
 	if info.Idempotent() {
-		r.recordProducer(info, base, last)
+		r.recordProducer(info, base, last, seq)
 	}
 	if info.LeaderEpoch > r.LatestEpoch() {
 		r.assignEpoch(info.LeaderEpoch, base)

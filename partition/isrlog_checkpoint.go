@@ -182,7 +182,7 @@ func (r *ISRLog) rescan(from, to int64) error {
 		return nil
 	}
 	err := r.log.ScanBatches(from, to, func(info BatchInfo) error {
-		r.noteBatch(info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta))
+		r.noteBatch(info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta), 0)
 		return nil
 	})
 	if err != nil {

@@ -243,7 +243,7 @@ func replayProducers(t testing.TB, l *Log) map[int64]*ProducerState {
 	out := map[int64]*ProducerState{}
 	err := l.ScanBatches(l.StartOffset(), l.EndOffset(), func(info BatchInfo) error {
 		if info.Idempotent() {
-			out[info.ProducerID] = recordProducer(out[info.ProducerID], info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta))
+			out[info.ProducerID] = recordProducer(out[info.ProducerID], info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta), 0)
 		}
 		return nil
 	})

@@ -65,7 +65,7 @@ func (r *ISRLog) scanProducers(from, to int64) error {
 	err := r.log.ScanBatches(from, to, func(info BatchInfo) error {
 		if info.Idempotent() {
 			last := info.BaseOffset + int64(info.LastOffsetDelta)
-			r.recordProducer(info, info.BaseOffset, last)
+			r.recordProducer(info, info.BaseOffset, last, 0)
 		}
 		return nil
 	})

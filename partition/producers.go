@@ -29,6 +29,45 @@ type ProducerBatch struct {
 type ProducerState struct {
 	Epoch   int16           `json:"epoch"`
 	Batches []ProducerBatch `json:"batches"` // oldest first, at most maxCachedBatches
+	// MarkerSeq is the newest transaction number of the producer's
+	// markers taken here (MarkerSeq of a marker; 0: none). A marker at or
+	// below it is a copy of one already taken, delayed in the network
+	// or resent, and is not appended again: it would end the producer's
+	// next transaction.
+	MarkerSeq int32 `json:"marker_seq,omitempty"`
+}
+
+// markerSeqFlag marks a marker's coordinator epoch as its transaction's
+// number (coordinator/txns.MarkerEpoch), not a coordinator term.
+const markerSeqFlag = 1 << 30
+
+// MarkerSeq is the transaction number a marker's coordinator epoch
+// carries, or 0 for a term (markers of earlier binaries, which are never
+// deduplicated, so that their entries replay as they were applied).
+func MarkerSeq(coordinatorEpoch int32) int32 {
+	if coordinatorEpoch&markerSeqFlag == 0 || coordinatorEpoch < 0 {
+		return 0
+	}
+	return coordinatorEpoch &^ markerSeqFlag
+}
+
+// batchMarkerSeq is the MarkerSeq of a control batch, 0 for any other
+// batch or one whose marker does not decode (ValidateBatch refuses it).
+func batchMarkerSeq(batch []byte, info BatchInfo) int32 {
+	if !info.Control() {
+		return 0
+	}
+	m, err := controlMarker(batch, info)
+	if err != nil {
+		return 0
+	}
+	return MarkerSeq(m.CoordinatorEpoch)
+}
+
+// takenMarker reports whether a marker of transaction number seq was
+// already taken for the producer whose state is st.
+func takenMarker(st *ProducerState, seq int32) bool {
+	return seq > 0 && st != nil && st.MarkerSeq >= seq
 }
 
 // checkProducer decides what to do with an idempotent batch, following
@@ -78,15 +117,24 @@ func inSequence(last, next int32) bool {
 // recordProducer notes an appended batch. A transaction marker only
 // moves the producer to its epoch (a newer one forgets the old epoch's
 // batches); the sequence carries on across transactions.
-func recordProducer(st *ProducerState, info BatchInfo, base, last int64) *ProducerState {
+func recordProducer(st *ProducerState, info BatchInfo, base, last int64, seq int32) *ProducerState {
 	if info.Control() {
 		if st == nil || info.ProducerEpoch > st.Epoch {
-			return &ProducerState{Epoch: info.ProducerEpoch}
+			prev := int32(0)
+			if st != nil {
+				prev = st.MarkerSeq
+			}
+			return &ProducerState{Epoch: info.ProducerEpoch, MarkerSeq: max(prev, seq)}
 		}
+		st.MarkerSeq = max(st.MarkerSeq, seq)
 		return st
 	}
 	if st == nil || info.ProducerEpoch != st.Epoch {
-		st = &ProducerState{Epoch: info.ProducerEpoch}
+		prev := int32(0)
+		if st != nil {
+			prev = st.MarkerSeq
+		}
+		st = &ProducerState{Epoch: info.ProducerEpoch, MarkerSeq: prev}
 	}
 	st.Batches = append(st.Batches, ProducerBatch{
 		FirstSeq: info.BaseSequence, LastSeq: info.LastSequence(), BaseOffset: base, LastOffset: last,

@@ -266,6 +266,9 @@ func (r *Replica) applyProduce(l *Log, batch []byte, term uint64) (*ProduceResul
 		if dup != nil {
 			return &ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, MaxTimestamp: dup.MaxTimestamp, Duplicate: true, LogStart: l.StartOffset()}, nil
 		}
+		if takenMarker(st, batchMarkerSeq(batch, info)) {
+			return &ProduceResult{Base: -1, Last: -1, Duplicate: true, LogStart: l.StartOffset()}, nil
+		}
 		if err := l.checkTxnState(info); err != nil {
 			return &ProduceResult{Err: err, LogStart: l.StartOffset()}, nil
 		}
@@ -280,7 +283,7 @@ func (r *Replica) applyProduce(l *Log, batch []byte, term uint64) (*ProduceResul
 	}
 	if info.Idempotent() {
 		r.producersMu.Lock()
-		r.producers[info.ProducerID] = recordProducer(st, info, base, last)
+		r.producers[info.ProducerID] = recordProducer(st, info, base, last, batchMarkerSeq(batch, info))
 		r.producersMu.Unlock()
 	}
 	if err := l.SetHighWatermark(last + 1); err != nil {

@@ -753,3 +753,74 @@ func TestReplica_SnapshotBodyAfterTheStartMovedOn(t *testing.T) {
 		t.Fatalf("follower: %+v, want %+v", got, want)
 	}
 }
+
+// seqMarker is a marker of transaction number seq (a coordinator epoch
+// with the MarkerSeq flag, as coordinator/txns.MarkerEpoch makes).
+func seqMarker(pid int64, commit bool, seq int32) []byte {
+	return ControlBatch(pid, 0, commit, markerSeqFlag|seq, 2000)
+}
+
+// TestReplica_DelayedMarkerCopyIsADuplicate: a copy of a marker already
+// taken (the coordinator retried it, and the first request arrived
+// late) does not end the producer's next transaction; the next
+// transaction's own marker does. A marker of an earlier binary (a term,
+// no number) is applied as before.
+func TestReplica_DelayedMarkerCopyIsADuplicate(t *testing.T) {
+	h := newReplicaHarness(t)
+	h.apply(1, nil)
+	l := h.r.Log()
+	h.produce(1, txnBatch(t, 10, 0, 0, "t1")) // 0
+	h.produce(1, seqMarker(10, false, 1))     // 1: aborts t1
+	h.produce(1, txnBatch(t, 10, 0, 1, "t2")) // 2: the next transaction
+	if r := h.produce(1, seqMarker(10, false, 1)); !r.Duplicate || r.Err != nil {
+		t.Fatalf("late copy of t1's abort: %+v, want a duplicate", r)
+	}
+	if got := l.OngoingTransactions(); !reflect.DeepEqual(got, []OngoingTxn{{10, 2}}) {
+		t.Fatalf("after the late copy: ongoing %+v, want t2 open at 2", got)
+	}
+	if r := h.produce(1, seqMarker(10, true, 2)); r.Duplicate || r.Err != nil || r.Base != 3 {
+		t.Fatalf("t2's commit: %+v", r)
+	}
+	want := txnView{LSO: 4, Aborted: []AbortedTxn{{ProducerID: 10, FirstOffset: 0, LastOffset: 1, LastStableOffset: 2}}}
+	if got := viewTxns(l); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after t2's commit: %+v, want %+v", got, want)
+	}
+	h.produce(1, txnBatch(t, 10, 0, 2, "t3")) // 4
+	if r := h.produce(1, abortMarker(10, 0)); r.Duplicate || r.Base != 5 {
+		t.Fatalf("a marker without a number: %+v, want it applied", r)
+	}
+}
+
+// TestISRLog_DelayedMarkerCopyIsADuplicate is the same on the ISR path,
+// where the leader decides and the follower copies its log, and so its
+// producer state.
+func TestISRLog_DelayedMarkerCopyIsADuplicate(t *testing.T) {
+	leader := openISR(t, t.TempDir(), testConfig())
+	follower := openISR(t, t.TempDir(), testConfig())
+	if err := leader.BecomeLeader(1); err != nil {
+		t.Fatal(err)
+	}
+	mustProduce(t, leader, txnBatch(t, 10, 0, 0, "t1"), 1) // 0
+	mustProduce(t, leader, seqMarker(10, false, 1), 1)     // 1
+	mustProduce(t, leader, txnBatch(t, 10, 0, 1, "t2"), 1) // 2
+	if r := produce(t, leader, seqMarker(10, false, 1), 1); !r.Duplicate || r.Err != nil {
+		t.Fatalf("late copy: %+v, want a duplicate", r)
+	}
+	catchUp(t, follower, leader)
+	for name, r := range map[string]*ISRLog{"leader": leader, "follower": follower} {
+		if got := r.Log().OngoingTransactions(); !reflect.DeepEqual(got, []OngoingTxn{{10, 2}}) {
+			t.Errorf("%s: ongoing %+v, want t2 open at 2", name, got)
+		}
+		if st := r.Producer(10); st == nil || st.MarkerSeq != 1 {
+			t.Errorf("%s: producer 10 %+v, want marker seq 1", name, st)
+		}
+	}
+}
+
+func TestMarkerSeq(t *testing.T) {
+	for ce, want := range map[int32]int32{0: 0, 3: 0, -1: 0, markerSeqFlag | 7: 7, markerSeqFlag: 0} {
+		if got := MarkerSeq(ce); got != want {
+			t.Errorf("MarkerSeq(%#x) = %d, want %d", ce, got, want)
+		}
+	}
+}

@@ -182,7 +182,7 @@ func bumpEpoch(t *Txn, expected bool, epoch int16) (next, last int16, ok bool) {
 
 // reset is t after a successful InitProducerId: Empty, no transaction.
 func (t *Txn) reset(pid int64, epoch, last int16, c *InitProducerID) *Txn {
-	return &Txn{ID: t.ID, ProducerID: pid, ProducerEpoch: epoch, LastProducerID: t.ProducerID, LastProducerEpoch: last,
+	return &Txn{ID: t.ID, ProducerID: pid, ProducerEpoch: epoch, LastProducerID: t.ProducerID, LastProducerEpoch: last, MarkerSeq: t.MarkerSeq,
 		TimeoutMs: c.TimeoutMs, State: StateEmpty, StartMs: -1, LastUpdateMs: c.NowMs}
 }
 
@@ -197,7 +197,7 @@ func (t *Txn) fenced(nowMs int64) *Txn {
 		nt.ProducerEpoch++
 	}
 	nt.LastProducerEpoch = noProducer
-	nt.State, nt.LastUpdateMs = StatePrepareAbort, nowMs
+	nt.State, nt.LastUpdateMs, nt.MarkerSeq = StatePrepareAbort, nowMs, nextMarkerSeq(t.MarkerSeq)
 	return nt
 }
 
@@ -330,7 +330,7 @@ func (s *state) endTxn(c *EndTxn) Result {
 	switch t.State {
 	case StateOngoing:
 		nt := t.Clone()
-		nt.State, nt.LastUpdateMs = StatePrepareAbort, c.NowMs
+		nt.State, nt.LastUpdateMs, nt.MarkerSeq = StatePrepareAbort, c.NowMs, nextMarkerSeq(t.MarkerSeq)
 		if c.Commit {
 			nt.State = StatePrepareCommit
 		}

@@ -151,7 +151,7 @@ func TestCoordinator_CommitWritesMarkers(t *testing.T) {
 	h.marks.mu.Lock()
 	got, epochs := h.marks.attempts, h.marks.epochs
 	h.marks.mu.Unlock()
-	want := PendingTxn{TransactionalID: "a", ProducerID: pid, ProducerEpoch: epoch, Commit: true, Partitions: Partitions{"t": {0, 1}}, Groups: []string{"g"}}
+	want := PendingTxn{TransactionalID: "a", ProducerID: pid, ProducerEpoch: epoch, Commit: true, Partitions: Partitions{"t": {0, 1}}, Groups: []string{"g"}, MarkerSeq: 1}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) || epochs[0] != 4 {
 		t.Fatalf("marker attempts %+v at epochs %v, want one %+v at 4", got, epochs, want)
 	}

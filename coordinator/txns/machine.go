@@ -140,7 +140,7 @@ func (m *Machine) Pending() []PendingTxn {
 	var out []PendingTxn
 	for _, t := range m.st.list(func(t *Txn) bool { return t.State.preparing() }) {
 		out = append(out, PendingTxn{TransactionalID: t.ID, ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
-			Commit: t.State == StatePrepareCommit, Partitions: t.Partitions, Groups: t.Groups})
+			Commit: t.State == StatePrepareCommit, Partitions: t.Partitions, Groups: t.Groups, MarkerSeq: t.MarkerSeq})
 	}
 	return out
 }

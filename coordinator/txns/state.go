@@ -180,6 +180,13 @@ type Txn struct {
 	// clock, carried in the command.
 	StartMs      int64 `json:"start_ms"`
 	LastUpdateMs int64 `json:"last_update_ms"`
+	// MarkerSeq numbers the transactions of this id that reached
+	// PrepareCommit or PrepareAbort, from 1: the markers of the latest
+	// carry it (MarkerEpoch), and a partition takes a producer's marker
+	// only once per number, so that a copy delayed in the network never
+	// ends the producer's next transaction. 0 in entries of earlier
+	// binaries, which replay as before.
+	MarkerSeq int32 `json:"marker_seq,omitempty"`
 }
 
 // Clone returns a deep copy of t.
@@ -214,4 +221,24 @@ type PendingTxn struct {
 	Commit          bool
 	Partitions      Partitions
 	Groups          []string
+	// MarkerSeq is the transaction's Txn.MarkerSeq (0: none).
+	MarkerSeq int32
+}
+
+// markerEpochFlag marks a marker's coordinator epoch as a MarkerSeq
+// (MarkerEpoch), not the coordinator's raft term that earlier binaries
+// sent: partitions deduplicate only markers that carry it.
+const markerEpochFlag = 1 << 30
+
+// nextMarkerSeq is the MarkerSeq after seq, saturating below the flag.
+func nextMarkerSeq(seq int32) int32 { return min(seq+1, markerEpochFlag-1) }
+
+// MarkerEpoch is the coordinator epoch the markers of p carry: its
+// MarkerSeq with markerEpochFlag, or term for a transaction prepared by
+// an earlier binary (no MarkerSeq).
+func MarkerEpoch(p PendingTxn, term uint64) int32 {
+	if p.MarkerSeq > 0 {
+		return markerEpochFlag | p.MarkerSeq
+	}
+	return int32(min(term, markerEpochFlag-1))
 }
