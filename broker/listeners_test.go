@@ -81,3 +81,36 @@ func TestListeners_SASLBesidePlaintext(t *testing.T) {
 		t.Error("a client without SASL got metadata from a SASL listener")
 	}
 }
+
+func TestConfig_ValidateListeners(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"sasl listener", func(c *Config) {
+			c.Listeners = []Listener{{Name: "SASL", Addr: "127.0.0.1:9093", Protocol: ProtocolSASLPlaintext}}
+		}, true},
+		{"TLS is not built", func(c *Config) {
+			c.Listeners = []Listener{{Name: "SSL", Addr: "127.0.0.1:9093", Protocol: "SSL"}}
+		}, false},
+		{"the main listener's name", func(c *Config) {
+			c.Listeners = []Listener{{Name: ProtocolPlaintext, Addr: "127.0.0.1:9093", Protocol: ProtocolPlaintext}}
+		}, false},
+		{"a wildcard without an advertised address", func(c *Config) {
+			c.Listeners = []Listener{{Name: "SASL", Addr: "0.0.0.0:9093", Protocol: ProtocolSASLPlaintext}}
+		}, false},
+		{"a wildcard with one", func(c *Config) {
+			c.Listeners = []Listener{{Name: "SASL", Addr: "0.0.0.0:9093", Advertised: "kafka.example:9093", Protocol: ProtocolSASLPlaintext}}
+		}, true},
+		{"an unknown mechanism", func(c *Config) { c.SASLMechanisms = []string{"GSSAPI"} }, false},
+	} {
+		c := DefaultConfig()
+		c.NodeID, c.ClusterID, c.DataDir = 1, "t", t.TempDir()
+		c.InitialCluster = map[uint64]string{1: c.PeerAddr}
+		tc.mod(&c)
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
