@@ -219,24 +219,10 @@ func buildTxnGraph(a *analysis, maxEdges int) *txnGraph {
 	// lowest): the txns starting after T1 ends and no later than the
 	// earliest end among them. The rest of the order follows by
 	// transitivity.
-	type member struct {
-		n int
-		s span
-	}
-	byTP := map[TP][]member{}
-	for n, sp := range g.spans {
-		for tp, s := range sp {
-			byTP[tp] = append(byTP[tp], member{n, s})
-		}
-	}
-	tps := make([]TP, 0, len(byTP))
-	for tp := range byTP {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, compareTP)
+	byTP, tps := g.membersByTP()
 	for _, tp := range tps {
 		ms := byTP[tp]
-		slices.SortFunc(ms, func(x, y member) int {
+		slices.SortFunc(ms, func(x, y spanMember) int {
 			if c := cmpInt64(x.s.lo, y.s.lo); c != 0 {
 				return c
 			}
@@ -507,30 +493,16 @@ func checkG1cRealtime(a *analysis, g *txnGraph, limit int) CheckerResult {
 			}
 		}
 	}
-	type member struct {
-		n int
-		s span
-	}
-	byTP := map[TP][]member{}
-	for n, sp := range g.spans {
-		for tp, s := range sp {
-			byTP[tp] = append(byTP[tp], member{n, s})
-		}
-	}
-	tps := make([]TP, 0, len(byTP))
-	for tp := range byTP {
-		tps = append(tps, tp)
-	}
-	slices.SortFunc(tps, compareTP)
+	byTP, tps := g.membersByTP()
 	for _, tp := range tps {
 		// Sweep the Ys by lowest offset; the Xs wholly below the current
 		// Y are those with a highest offset below its lowest, and the one
 		// whose sends began latest is the witness.
 		ms := byTP[tp]
 		byLo := slices.Clone(ms)
-		slices.SortFunc(byLo, func(x, y member) int { return cmpInt64(x.s.lo, y.s.lo) })
+		slices.SortFunc(byLo, func(x, y spanMember) int { return cmpInt64(x.s.lo, y.s.lo) })
 		byHi := ms
-		slices.SortFunc(byHi, func(x, y member) int { return cmpInt64(x.s.hi, y.s.hi) })
+		slices.SortFunc(byHi, func(x, y spanMember) int { return cmpInt64(x.s.hi, y.s.hi) })
 		i, x := 0, -1
 		for _, my := range byLo {
 			for ; i < len(byHi) && byHi[i].s.hi < my.s.lo; i++ {
@@ -558,4 +530,27 @@ func checkG1cRealtime(a *analysis, g *txnGraph, limit int) CheckerResult {
 		}
 	}
 	return f.result()
+}
+
+// spanMember is one node's span in one partition.
+type spanMember struct {
+	n int
+	s span
+}
+
+// membersByTP groups the nodes' spans by partition, with the partitions
+// in order.
+func (g *txnGraph) membersByTP() (map[TP][]spanMember, []TP) {
+	byTP := map[TP][]spanMember{}
+	for n, sp := range g.spans {
+		for tp, s := range sp {
+			byTP[tp] = append(byTP[tp], spanMember{n, s})
+		}
+	}
+	tps := make([]TP, 0, len(byTP))
+	for tp := range byTP {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, compareTP)
+	return byTP, tps
 }
