@@ -122,6 +122,22 @@
 //     replica's producers (replication.Producers) with the first offset
 //     of each open transaction; coordinator epochs are not kept (-1).
 //
+// # Listeners and SASL
+//
+// Config.KafkaAddr is the PLAINTEXT listener the nodes use among
+// themselves (markers, KIP-890 verification) and the one registered as
+// Broker.KafkaAddr. Config.Listeners adds more (listeners.go), each a
+// transport server named after its listener; with several, the
+// registration carries every listener's advertised address
+// (Broker.Listeners), and Metadata, DescribeCluster, FindCoordinator and
+// produce leader hints answer with those of the listener the request came
+// in on (kafka.Conn.Listener). A SASL_PLAINTEXT listener authenticates in
+// the transport (transport/kafka, package auth) against this node's view
+// of the metadata's SCRAM users (coordinator.State.ScramUsers), read anew
+// for each authentication; a user made on another node may take the
+// metadata's propagation to be usable here. Nothing is authorized yet:
+// an authenticated principal may do what an anonymous one may.
+//
 // # Leadership
 //
 // A raft partition's leader is its raft group's leader and the leader
