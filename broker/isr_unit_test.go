@@ -119,7 +119,7 @@ func TestClassifyISR_MapsToTheBrokersErrors(t *testing.T) {
 		code int16
 	}{
 		{isr.ErrNotLeader, errNotLeader, kerr.NotLeaderForPartition.Code},
-		{isr.ErrLeaderChanged, errAppendLost, kerr.NotLeaderForPartition.Code},
+		{isr.ErrLeaderChanged, errLeadershipLost, kerr.RequestTimedOut.Code}, // it may still commit
 		{isr.ErrClosed, errReplicaStopped, kerr.KafkaStorageError.Code},
 		{kerr.NotEnoughReplicas, kerr.NotEnoughReplicas, kerr.NotEnoughReplicas.Code},
 		{fmt.Errorf("after: %w", kerr.NotEnoughReplicasAfterAppend), kerr.NotEnoughReplicasAfterAppend, kerr.NotEnoughReplicasAfterAppend.Code},

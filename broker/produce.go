@@ -254,6 +254,9 @@ func (n *Node) awaitCommitted(ctx context.Context, repl replication, pa pendingA
 		return
 	}
 	sp.LogAppendTime = appendTime
+	if pr.Duplicate {
+		n.log.Info("produce answered as a retry of a batch already in the log", "partition", sp.Partition, "base", pr.Base, "last", pr.Last)
+	}
 	if pr.Duplicate && appendTime >= 0 && pr.MaxTimestamp > 0 { // 0: state from an older build
 		sp.LogAppendTime = pr.MaxTimestamp
 	}
@@ -267,10 +270,20 @@ func (n *Node) awaitCommitted(ctx context.Context, repl replication, pa pendingA
 	sp.BaseOffset, sp.LogStartOffset = pr.Base, pr.LogStart
 }
 
-// answerFailed answers a batch whose append failed: after a leadership
-// change once it has settled (answerNotLeader), else with the failure's
-// code.
+// answerFailed answers a batch whose append failed: one that may still
+// commit under a new leader with REQUEST_TIMED_OUT (errLeadershipLost);
+// after a leadership change that lost it, once it has settled
+// (answerNotLeader); else with the failure's code.
 func (n *Node) answerFailed(ctx context.Context, repl replication, err error, sp *kmsg.ProduceResponseTopicPartition) {
+	if errors.Is(err, errLeadershipLost) {
+		// It may still commit: say that the outcome is unknown, so
+		// that the client retries with the same sequence numbers
+		// (deduplicated if it did) instead of reusing them. The retry
+		// here is answered NOT_LEADER with the new leader.
+		sp.BaseOffset, sp.LogStartOffset = -1, -1
+		sp.ErrorCode = kerr.RequestTimedOut.Code
+		return
+	}
 	if isLeadershipLoss(err) {
 		n.answerNotLeader(ctx, repl, sp)
 		return

@@ -120,10 +120,13 @@ var (
 	// under way, too much uncommitted); it is in no log.
 	errAppendRefused = errors.New("broker: append refused for now")
 	// errLeadershipLost: the leader stepped down with the batch in its
-	// log, unapplied; it may still commit under the next leader. Kafka
-	// answers NOT_LEADER_OR_FOLLOWER then, and so do we: the client
-	// retries on the new leader (an idempotent producer's retry is
-	// deduplicated there if the batch did commit).
+	// log, unapplied; it may still commit under the next leader. It is
+	// answered REQUEST_TIMED_OUT, not NOT_LEADER_OR_FOLLOWER
+	// (answerFailed): franz-go takes NOT_LEADER to mean the batch is in
+	// no log, and may then fail a record whose delivery timed out and
+	// give its sequence number to the next one, which the partition
+	// would take for a retry of this batch if it commits: a record
+	// acknowledged and never written.
 	errLeadershipLost = errors.New("broker: leadership lost before the append committed")
 	// errOutcomeUnknown: the batch may or may not commit.
 	errOutcomeUnknown = errors.New("broker: append outcome unknown")
@@ -142,10 +145,10 @@ func isLeadershipLoss(err error) bool {
 // error: the client refreshes metadata and retries on the leader.
 func replicationErrCode(err error) int16 {
 	switch {
-	case errors.Is(err, errNotLeader), errors.Is(err, errAppendLost), errors.Is(err, errLeadershipLost):
+	case errors.Is(err, errNotLeader), errors.Is(err, errAppendLost):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.Is(err, errOutcomeUnknown):
+		errors.Is(err, errOutcomeUnknown), errors.Is(err, errLeadershipLost):
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, errAppendRefused):
 		return kerr.NotEnoughReplicas.Code

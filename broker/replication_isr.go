@@ -65,7 +65,9 @@ func classifyISR(err error) error {
 	case errors.Is(err, isr.ErrNotLeader):
 		kind = errNotLeader
 	case errors.Is(err, isr.ErrLeaderChanged):
-		kind = errAppendLost
+		// The batch is in this replica's log and maybe in a
+		// follower's that now leads: it may still commit.
+		kind = errLeadershipLost
 	case errors.Is(err, isr.ErrClosed):
 		kind = errReplicaStopped
 	default:
