@@ -255,7 +255,7 @@ func (n *Node) awaitCommitted(ctx context.Context, repl replication, pa pendingA
 	}
 	sp.LogAppendTime = appendTime
 	if pr.Duplicate {
-		n.log.Info("produce answered as a retry of a batch already in the log", "partition", sp.Partition, "base", pr.Base, "last", pr.Last)
+		n.log.Debug("produce answered as a retry of a batch already in the log", "partition", sp.Partition, "base", pr.Base, "last", pr.Last)
 	}
 	if pr.Duplicate && appendTime >= 0 && pr.MaxTimestamp > 0 { // 0: state from an older build
 		sp.LogAppendTime = pr.MaxTimestamp
