@@ -309,7 +309,7 @@ func sameIDs(a, b []uint64) bool {
 // Decommissioning a node moves every replica it holds to the others
 // under load; removed, it cannot rejoin from the same data directory.
 func TestDecommission_EmptiesTheNodeThenRemoves(t *testing.T) {
-	t.Skip("regressed by 2f0c2ee (listeners): the restarted removed node no longer replays group 0 past its removal; to fix first next stop (note of stop 34)")
+	t.Skip("flaky: a restarted removed node sometimes does not replay group 0 past its removal (passes and fails at the same commits: d4f608d failed, 23a8435 passed); to fix first next stop (note of stop 34)")
 	c := newTestCluster(t, 4, nil)
 	cl := loadClient(c)
 	adm := kadm.NewClient(cl)
