@@ -309,7 +309,6 @@ func sameIDs(a, b []uint64) bool {
 // Decommissioning a node moves every replica it holds to the others
 // under load; removed, it cannot rejoin from the same data directory.
 func TestDecommission_EmptiesTheNodeThenRemoves(t *testing.T) {
-	t.Skip("flaky: a restarted removed node sometimes does not replay group 0 past its removal (passes and fails at the same commits: d4f608d failed, 23a8435 passed); to fix first next stop (note of stop 34)")
 	c := newTestCluster(t, 4, nil)
 	cl := loadClient(c)
 	adm := kadm.NewClient(cl)
@@ -343,13 +342,15 @@ func TestDecommission_EmptiesTheNodeThenRemoves(t *testing.T) {
 	eventually(t, "the others to drop node 4 from their peer transports", func() bool {
 		return !c.nodes[1].hasPeer(4) && !c.nodes[2].hasPeer(4) && !c.nodes[3].hasPeer(4)
 	})
+	// The restarted node replays what it had applied. It need not learn
+	// of its own removal: the others dropped it from their transports, so
+	// it may never hear that the removal committed, nor anything group 0
+	// applied after. Its registration, proposed through a member, is
+	// refused, and nothing registers it.
+	applied := c.nodes[4].Metadata().Index
 	c.stop(4)
 	c.start(4)
-	// The restarted node replays group 0 past the removal (then group 0
-	// drops it); its registration, proposed through a member, is refused,
-	// and nothing registers it.
-	removedAt := c.nodes[1].Metadata().Index
-	eventually(t, "node 4 to replay the removal", func() bool { return c.nodes[4].Metadata().Index >= removedAt })
+	eventually(t, "node 4 to replay what it had applied", func() bool { return c.nodes[4].Metadata().Index >= applied })
 	n4 := c.nodes[4]
 	_, peer, admin := n4.Addrs()
 	res, err := c.nodes[1].ctl.ProposeRetry(testCtx(t), &coordinator.Command{RegisterBroker: &coordinator.Broker{ID: 4, KafkaAddr: n4.advert,

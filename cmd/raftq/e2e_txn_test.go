@@ -42,6 +42,9 @@ type txnLog struct {
 
 func e2eTransactions(t *testing.T, c *chaos.Cluster, mode string, tc topicConfigs) {
 	topic := "txn-" + mode
+	// The mode before this one killed and restarted node 2: a topic of
+	// three replicas needs it registered again.
+	waitAllRegistered(t, c)
 	createTopic(t, c, topic, 2, 3, tc.with(nil))
 	log := txnLog{committed: map[int32][]string{}, all: map[int32][]string{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
