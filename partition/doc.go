@@ -328,7 +328,8 @@
 //     before its first ack. Open recovers the log, takes the newest
 //     checkpoint with X at or below the recovered end (the other one, or a
 //     scan from the start, otherwise), rescans the batch headers from X
-//     (Log.ScanBatches), and rewrites any checkpoint beyond the end, so a
+//     (Log.ScanBatches; a marker's record too, for its MarkerSeq), and
+//     rewrites any checkpoint beyond the end, so a
 //     stale one can never match a regrown log later.
 //   - Ownership: one goroutine calls the mutators and Producer; Log,
 //     EndOffsetFor, LatestEpoch and Epochs are safe from any.

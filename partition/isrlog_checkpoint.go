@@ -182,13 +182,33 @@ func (r *ISRLog) rescan(from, to int64) error {
 		return nil
 	}
 	err := r.log.ScanBatches(from, to, func(info BatchInfo) error {
-		r.noteBatch(info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta), 0)
+		seq, err := r.markerSeqAt(info, to)
+		if err != nil {
+			return err
+		}
+		r.noteBatch(info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta), seq)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("rescan [%d, %d): %w", from, to, err)
 	}
 	return nil
+}
+
+// markerSeqAt is the transaction number of the marker whose header info
+// is, read back from the log (headers alone do not carry it), or 0 for a
+// batch that is not a marker. Without it a rescan would forget which
+// markers the log already took, and a late copy of one would end the
+// producer's next transaction.
+func (r *ISRLog) markerSeqAt(info BatchInfo, upTo int64) (int32, error) {
+	if !info.Control() {
+		return 0, nil
+	}
+	b, err := r.log.Read(info.BaseOffset, 1, upTo) // exactly this batch
+	if err != nil {
+		return 0, fmt.Errorf("read marker at %d: %w", info.BaseOffset, err)
+	}
+	return batchMarkerSeq(b, info), nil
 }
 
 // removeCheckpoints deletes both checkpoint files durably.

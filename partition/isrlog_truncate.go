@@ -63,10 +63,14 @@ func (r *ISRLog) scanProducers(from, to int64) error {
 		return nil
 	}
 	err := r.log.ScanBatches(from, to, func(info BatchInfo) error {
-		if info.Idempotent() {
-			last := info.BaseOffset + int64(info.LastOffsetDelta)
-			r.recordProducer(info, info.BaseOffset, last, 0)
+		if !info.Idempotent() {
+			return nil
 		}
+		seq, err := r.markerSeqAt(info, to)
+		if err != nil {
+			return err
+		}
+		r.recordProducer(info, info.BaseOffset, info.BaseOffset+int64(info.LastOffsetDelta), seq)
 		return nil
 	})
 	if err != nil {

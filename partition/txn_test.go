@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/raftq/raftq/internal/vfs"
 )
 
 // txnBatch is a transactional data batch of producer pid.
@@ -822,5 +825,52 @@ func TestMarkerSeq(t *testing.T) {
 		if got := MarkerSeq(ce); got != want {
 			t.Errorf("MarkerSeq(%#x) = %d, want %d", ce, got, want)
 		}
+	}
+}
+
+// TestISRLog_MarkerSeqSurvivesARescan: a marker taken after the last ISR
+// checkpoint is found again by the rescan at open (headers alone do not
+// carry its number), so that a late copy of it stays a duplicate after a
+// crash and restart, and a truncation's rebuild keeps it too.
+func TestISRLog_MarkerSeqSurvivesARescan(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := testConfig()
+	cfg.FS = fs
+	dir := t.TempDir()
+	open := func() *ISRLog {
+		r, err := OpenISRLog(ISRLogConfig{Dir: dir, Log: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := open()
+	if err := r.BecomeLeader(1); err != nil { // checkpoints at 0
+		t.Fatal(err)
+	}
+	mustProduce(t, r, txnBatch(t, 10, 0, 0, "t1"), 1) // 0
+	mustProduce(t, r, seqMarker(10, false, 1), 1)     // 1
+	mustProduce(t, r, txnBatch(t, 10, 0, 1, "t2"), 1) // 2
+	if err := r.Log().Sync(); err != nil {
+		t.Fatal(err)
+	}
+	abandon(r.log)
+	fs.Crash(rand.New(rand.NewPCG(1, 2)))
+	r = open()
+	defer r.Close()
+	if st := r.Producer(10); st == nil || st.MarkerSeq != 1 {
+		t.Fatalf("after the rescan: producer 10 %+v, want marker seq 1", st)
+	}
+	if err := r.BecomeLeader(2); err != nil {
+		t.Fatal(err)
+	}
+	if res := produce(t, r, seqMarker(10, false, 1), 2); !res.Duplicate || res.Err != nil {
+		t.Fatalf("late copy after a restart: %+v, want a duplicate", res)
+	}
+	if err := r.TruncateTo(2); err != nil { // rebuilds from the checkpoint at 0
+		t.Fatal(err)
+	}
+	if st := r.Producer(10); st == nil || st.MarkerSeq != 1 {
+		t.Fatalf("after a truncation: producer 10 %+v, want marker seq 1", st)
 	}
 }
