@@ -26,6 +26,10 @@ const (
 	MaxIterations = 16384
 )
 
+// maxSaltBytes bounds a credential's salt: Kafka's tools make 24 to 32
+// bytes.
+const maxSaltBytes = 1024
+
 // ErrBadCredential wraps every refusal of a credential to create.
 var ErrBadCredential = errors.New("auth: bad credential")
 
@@ -57,7 +61,7 @@ func hashFor(mechanism string) (scram.HashGeneratorFcn, bool) {
 // 32-byte salt. Kafka clients send passwords unprepared, so the password
 // is used as given (no SASLprep), as Kafka's ScramFormatter does.
 func NewCredential(mechanism, password string, iterations int) (Credential, error) {
-	salt := make([]byte, 32)
+	salt := make([]byte, DefaultShape(mechanism).SaltLen)
 	if _, err := rand.Read(salt); err != nil {
 		return Credential{}, fmt.Errorf("auth: salt: %w", err)
 	}
@@ -107,8 +111,8 @@ func checkFactors(mechanism string, known bool, salt []byte, iterations int) err
 		return fmt.Errorf("%w: unknown SCRAM mechanism %q", ErrBadCredential, mechanism)
 	case iterations < MinIterations || iterations > MaxIterations:
 		return fmt.Errorf("%w: %d iterations, want %d to %d", ErrBadCredential, iterations, MinIterations, MaxIterations)
-	case len(salt) == 0:
-		return fmt.Errorf("%w: empty salt", ErrBadCredential)
+	case len(salt) == 0 || len(salt) > maxSaltBytes:
+		return fmt.Errorf("%w: salt of %d bytes, want 1 to %d", ErrBadCredential, len(salt), maxSaltBytes)
 	}
 	return nil
 }

@@ -25,9 +25,11 @@
 //     no second password store to drift from the first.
 //   - Whether a user exists is not revealed by answers or timing: an
 //     unknown user gets a decoy credential (salt and keys derived from the
-//     Lookup's decoy key and the name, so the same name always sees the
-//     same salt) and the conversation runs to the end, failing at the
-//     proof exactly as a wrong password does. Every failure the client
+//     Lookup's secret decoy key and the name, so the same name always sees
+//     the same salt) of the shape most real credentials have (salt length,
+//     iterations and, for PLAIN, hash: Lookup.Shape, CommonShape), and the
+//     conversation runs to the end, failing at the proof exactly as a
+//     wrong password does, after the same work. Every failure the client
 //     sees is the one ErrAuthFailed.
 //   - SCRAM's server side is RFC 5802's, with one leniency of Kafka's:
 //     the client-final nonce must end with the server's, not equal it,

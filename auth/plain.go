@@ -46,17 +46,17 @@ func (s *plainSession) Step(token []byte) ([]byte, error) {
 func (s *plainSession) verify(user, pass string) bool {
 	var c Credential
 	known := false
-	for _, m := range ScramMechanisms() {
-		if s.l.Scram == nil {
-			break
+	if s.l.Scram != nil {
+		byMechanism := map[string]Credential{}
+		for _, m := range ScramMechanisms() {
+			if got, ok := s.l.Scram(user, m); ok && got.Check() == nil {
+				byMechanism[m] = got
+			}
 		}
-		if got, ok := s.l.Scram(user, m); ok && got.Check() == nil {
-			c, known = got, true
-			break
-		}
+		c, known = plainCredential(byMechanism)
 	}
 	if !known {
-		c = s.l.decoy(user, ScramSHA512)
+		c = s.l.decoy(user, Plain)
 	}
 	hg, _ := hashFor(c.Mechanism)
 	cl, err := hg.NewClientUnprepped("", pass, "")

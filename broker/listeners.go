@@ -123,14 +123,22 @@ func (n *Node) kafkaConfig(name, addr string) kafka.Config {
 }
 
 // saslConfig checks clients against the SCRAM credentials of this
-// node's metadata view, read anew for each authentication.
+// node's metadata view, read anew for each authentication. Unknown users'
+// decoys are seeded by the cluster's secret decoy key once a user exists
+// (before that, every user is unknown and a key derived from the cluster
+// id, which is no secret, gives nothing away), and shaped like the users'.
 func (n *Node) saslConfig() *kafka.SASLConfig {
-	decoy := sha256.Sum256([]byte("raftq sasl decoy\x00" + n.cfg.ClusterID))
+	fallback := sha256.Sum256([]byte("raftq sasl decoy\x00" + n.cfg.ClusterID))
 	return &kafka.SASLConfig{
 		Mechanisms:  n.cfg.SASLMechanisms,
 		ReauthAfter: n.cfg.SASLReauth,
 		Lookup: func() auth.Lookup {
-			return auth.Lookup{DecoyKey: decoy[:], Scram: n.meta.View().ScramCredential}
+			st := n.meta.View()
+			key := st.ScramDecoyKey
+			if len(key) == 0 {
+				key = fallback[:]
+			}
+			return auth.Lookup{DecoyKey: key, Scram: st.ScramCredential, Shape: st.ScramShape}
 		},
 		OnAuth: func(_ *kafka.Conn, mechanism, _ string, err error) { n.metrics.saslAuth(mechanism, err) },
 	}

@@ -153,6 +153,9 @@ func (a *scramAlter) setErr(code *kerr.Error, msg string) {
 }
 
 func (n *Node) alterScram(ctx context.Context, a *coordinator.AlterScramCredentials) error {
+	if len(n.meta.View().ScramDecoyKey) == 0 {
+		a.DecoyKey = coordinator.NewDecoyKey() // the first user's command sets the cluster's
+	}
 	res, err := n.ctl.Propose(ctx, &coordinator.Command{AlterScramCredentials: a})
 	return firstErr(metaKafkaError(err), res.Err)
 }

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"crypto/rand"
 	"maps"
 	"slices"
 
@@ -23,6 +24,20 @@ type AlterScramCredentials struct {
 	User      string            `json:"user"`
 	Upserts   []auth.Credential `json:"upserts,omitempty"`
 	Deletions []string          `json:"deletions,omitempty"`
+	// DecoyKey is a random key the proposer drew (NewDecoyKey): the
+	// first command that applies with one makes it the cluster's
+	// State.ScramDecoyKey; later ones leave that alone.
+	DecoyKey []byte `json:"decoy_key,omitempty"`
+}
+
+// decoyKeyBytes is the length of a SCRAM decoy key.
+const decoyKeyBytes = 32
+
+// NewDecoyKey draws a key for AlterScramCredentials.DecoyKey.
+func NewDecoyKey() []byte {
+	b := make([]byte, decoyKeyBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return b
 }
 
 // maxUserNameBytes bounds a SCRAM user name.
@@ -99,7 +114,21 @@ func (s *State) alterScramCredentials(a *AlterScramCredentials) Result {
 		users[a.User] = &ScramUser{Credentials: creds}
 	}
 	s.ScramUsers = users
+	if len(s.ScramDecoyKey) == 0 && len(a.DecoyKey) == decoyKeyBytes {
+		s.ScramDecoyKey = a.DecoyKey
+	}
 	return Result{}
+}
+
+// ScramShape is the shape most users' credentials of mechanism have
+// (auth.Plain: the ones PLAIN checks), for their decoys (auth.Lookup.Shape).
+// It reads every user: O(users) per authentication.
+func (s *State) ScramShape(mechanism string) (auth.Shape, bool) {
+	users := make([]map[string]auth.Credential, 0, len(s.ScramUsers))
+	for _, u := range s.ScramUsers {
+		users = append(users, u.Credentials)
+	}
+	return auth.CommonShape(users, mechanism)
 }
 
 // checkScramUsers: every user named, with at least one well-formed

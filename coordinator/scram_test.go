@@ -82,3 +82,44 @@ func TestScram_AlterAndLookup(t *testing.T) {
 		t.Fatalf("carol after a snapshot: %v %v", got, ok)
 	}
 }
+
+// TestScram_DecoyKeyAndShape: the first change that applies with a decoy
+// key makes it the cluster's, later ones (and refused ones) leave it, and
+// it survives a snapshot; ScramShape follows the users' credentials.
+func TestScram_DecoyKeyAndShape(t *testing.T) {
+	m := NewMetadata()
+	c := scramCred(t, auth.ScramSHA256, "a")
+	refused := &AlterScramCredentials{User: "alice", Deletions: []string{auth.ScramSHA256}, DecoyKey: NewDecoyKey()}
+	if err := alterScram(m, refused); err == nil {
+		t.Fatal("deleting a missing credential applied")
+	}
+	if len(m.View().ScramDecoyKey) != 0 {
+		t.Fatal("a refused change set the decoy key")
+	}
+	first := NewDecoyKey()
+	applyChecked(t, m, &Command{AlterScramCredentials: &AlterScramCredentials{User: "alice", Upserts: []auth.Credential{c}, DecoyKey: first}})
+	applyChecked(t, m, &Command{AlterScramCredentials: &AlterScramCredentials{User: "bob", Upserts: []auth.Credential{c}, DecoyKey: NewDecoyKey()}})
+	if got := m.View().ScramDecoyKey; string(got) != string(first) {
+		t.Fatalf("decoy key %x, want the first one %x", got, first)
+	}
+	snap, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewMetadata()
+	if err := r.Restore(&raftpb.Snapshot{Data: snap}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.View().ScramDecoyKey; string(got) != string(first) {
+		t.Fatalf("decoy key after a snapshot %x, want %x", got, first)
+	}
+	want := auth.Shape{Mechanism: auth.ScramSHA256, SaltLen: len(c.Salt), Iterations: c.Iterations}
+	for _, mech := range []string{auth.ScramSHA256, auth.Plain} {
+		if got, ok := r.View().ScramShape(mech); !ok || got != want {
+			t.Errorf("%s shape %+v %v, want %+v", mech, got, ok, want)
+		}
+	}
+	if _, ok := r.View().ScramShape(auth.ScramSHA512); ok {
+		t.Error("a SCRAM-SHA-512 shape without such credentials")
+	}
+}

@@ -256,6 +256,10 @@ type State struct {
 	// ScramUsers are the SASL/SCRAM users by name (scram.go). Replaced
 	// on write, never modified in place.
 	ScramUsers map[string]*ScramUser `json:"scram_users,omitempty"`
+	// ScramDecoyKey seeds the decoy credentials of unknown SASL users
+	// (auth.Lookup.DecoyKey): drawn by the proposer of the first
+	// AlterScramCredentials, never sent to a client. Empty until then.
+	ScramDecoyKey []byte `json:"scram_decoy_key,omitempty"`
 }
 
 func newState() *State {
