@@ -186,7 +186,11 @@ func (r *ISRLog) AppendLeader(batch []byte, info BatchInfo, epoch int32) (Produc
 			return ProduceResult{Base: dup.BaseOffset, Last: dup.LastOffset, MaxTimestamp: dup.MaxTimestamp, Duplicate: true, LogStart: start}, nil
 		}
 		if takenMarker(st, batchMarkerSeq(batch, info)) {
-			return ProduceResult{Base: -1, Last: -1, Duplicate: true, LogStart: start}, nil
+			// The first copy is somewhere below the log end, maybe not
+			// yet replicated: the caller waits for the HW to pass all of
+			// it, or a marker lost in a failover would count as written.
+			end := r.log.EndOffset() - 1
+			return ProduceResult{Base: end, Last: end, Duplicate: true, LogStart: start}, nil
 		}
 		if err := r.log.checkTxnState(info); err != nil {
 			return ProduceResult{Err: err, LogStart: start}, nil

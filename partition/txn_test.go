@@ -806,8 +806,8 @@ func TestISRLog_DelayedMarkerCopyIsADuplicate(t *testing.T) {
 	mustProduce(t, leader, txnBatch(t, 10, 0, 0, "t1"), 1) // 0
 	mustProduce(t, leader, seqMarker(10, false, 1), 1)     // 1
 	mustProduce(t, leader, txnBatch(t, 10, 0, 1, "t2"), 1) // 2
-	if r := produce(t, leader, seqMarker(10, false, 1), 1); !r.Duplicate || r.Err != nil {
-		t.Fatalf("late copy: %+v, want a duplicate", r)
+	if r := produce(t, leader, seqMarker(10, false, 1), 1); !r.Duplicate || r.Err != nil || r.Last < 1 {
+		t.Fatalf("late copy: %+v, want a duplicate whose Last covers the marker at 1 (acks=all waits for it)", r)
 	}
 	catchUp(t, follower, leader)
 	for name, r := range map[string]*ISRLog{"leader": leader, "follower": follower} {

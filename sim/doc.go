@@ -16,7 +16,16 @@
 // forgets file entries whose directory was not synced (internal/vfs).
 // Their load is Kafka producers: per partition two idempotent producers,
 // which resend a batch with the same sequence until it is acknowledged,
-// and one plain producer, which never resends. Offsets, dedup, leader
+// one plain producer, which never resends, and (Config.Transactions, on
+// by default) one transactional producer (txn.go), which ends each
+// transaction of one to three batches with a commit or abort marker it
+// sends itself, as the coordinator's WriteTxnMarkers would, and now and
+// then sends the previous marker again while the next transaction is
+// open, as a delayed copy of a coordinator's retry arrives. Its checker
+// (txn_check.go) walks every replica's final log: transactions in order,
+// each marker once and for the transaction open then, no acknowledged
+// marker lost, and the log's aborted-transaction index, open
+// transactions and last stable offset what the batches say. Offsets, dedup, leader
 // epochs, checkpoints and snapshot transfer and install are the shipping
 // code's.
 //

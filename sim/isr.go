@@ -320,6 +320,9 @@ func (s *Sim) newISRProducers() {
 		for _, pid := range []int64{1, 2, -1} {
 			s.isrProducers = append(s.isrProducers, &producer{group: isrKey(i), pid: pid, isrPart: i})
 		}
+		if s.cfg.Transactions {
+			s.isrProducers = append(s.isrProducers, newTxnProducer(s, isrKey(i), i))
+		}
 	}
 }
 
@@ -473,6 +476,7 @@ func (s *Sim) finishISR() {
 		for _, n := range s.nodes {
 			if i < len(n.isrParts) && n.isrParts[i] != nil {
 				logs[n.id] = s.readLog(n.id, isrKey(i), n.isrParts[i].Log())
+				s.tchk.check(isrKey(i), n.id, logs[n.id], n.isrParts[i].Log())
 			}
 		}
 		s.pchk.final(isrKey(i), logs)

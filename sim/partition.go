@@ -172,14 +172,20 @@ type producer struct {
 	// append in flight there, on node at incarnation inc since sentAt.
 	isrPart int
 	a       *isr.Appended
-	node    uint64
-	inc     int
-	sentAt  int64
+
+	txn    *txnProducer // the transactional producer's (txn.go); nil for the others
+	node   uint64
+	inc    int
+	sentAt int64
 }
 
 // next makes the producer's next batch unless it has one to resend.
 func (pr *producer) next(s *Sim) {
 	if pr.cur != nil {
+		return
+	}
+	if pr.txn != nil {
+		pr.nextTxn(s)
 		return
 	}
 	pr.made++
@@ -203,6 +209,9 @@ func (pr *producer) String() string {
 	if pr.pid < 0 {
 		return fmt.Sprintf("plain batch %d", pr.made)
 	}
+	if pr.txn != nil && pr.txn.sending != txnData {
+		return fmt.Sprintf("transactional producer %d's marker (transaction %d, late copy %v)", pr.pid, pr.txn.num, pr.txn.sending == txnLate)
+	}
 	return fmt.Sprintf("producer %d seq %d", pr.pid, pr.curSeq)
 }
 
@@ -212,6 +221,9 @@ func (s *Sim) newProducers() {
 			s.producers = append(s.producers, &producer{group: g, pid: pid})
 		}
 		s.producers = append(s.producers, &producer{group: g, pid: -1})
+		if s.cfg.Transactions {
+			s.producers = append(s.producers, newTxnProducer(s, g, 0))
+		}
 	}
 }
 
@@ -264,6 +276,11 @@ func (s *Sim) pollProducers() {
 
 func (s *Sim) ackProduce(pr *producer, v any) {
 	res, ok := v.(*partition.ProduceResult)
+	if ok && res.Err == nil && pr.txn != nil && pr.txn.sending != txnData {
+		s.ackTxnControl(pr, res)
+		pr.cur = nil
+		return
+	}
 	switch {
 	case !ok:
 		s.chk.fail("partition %d: produce applied with %T", pr.group, v)
@@ -277,6 +294,9 @@ func (s *Sim) ackProduce(pr *producer, v any) {
 	}
 	if pr.pid >= 0 && ok && res.Err == nil {
 		pr.nextSeq += int32(batchRecords(pr.cur))
+		if pr.txn != nil {
+			pr.txn.acked++
+		}
 	}
 	pr.cur = nil
 }
@@ -354,6 +374,7 @@ func (s *Sim) finishPartitions() {
 				continue
 			}
 			logs[n.id] = s.readLog(n.id, g, r.Log())
+			s.tchk.check(g, n.id, logs[n.id], r.Log())
 		}
 		s.pchk.final(g, logs)
 	}

@@ -57,6 +57,14 @@ type Config struct {
 	// UnsafeSkipCRCChecks, trusting what they find below their recovery
 	// point.
 	SkipCRCChecks bool
+	// Transactions adds a transactional producer to every partition, raft
+	// and ISR (txn.go): transactions of one to three batches, each ended
+	// by a commit or abort marker, and late copies of markers.
+	Transactions bool
+	// UnnumberedMarkers is a planted bug: markers carry an earlier
+	// binary's bare coordinator term instead of their transaction's
+	// number, so a late copy cannot be told from a new marker.
+	UnnumberedMarkers bool
 
 	SnapshotEntries uint64 // raftgroup snapshot interval (small: exercises install)
 	// AsyncStorageWrites runs the groups with raft's asynchronous storage
@@ -97,6 +105,7 @@ func DefaultConfig(seed uint64) Config {
 		ProposeRate: 0.4, CrashRate: 0.03, DownTicks: 25, PartRate: 0.03, PartTicks: 25,
 		DropRate: 0.05, DupRate: 0.02, CorruptRate: 0.1, MaxDelay: 2, SnapshotEntries: 8,
 		AsyncStorageWrites: seed%2 == 1, // half the seeds
+		Transactions:       true,
 	}
 }
 
@@ -129,6 +138,8 @@ type Result struct {
 	Commands    int      // metadata and group commands applied for their proposer
 	Refused     int      // of those, refused by the state machine (a topic that exists)
 	Restores    int      // metadata and offsets replicas restored from a snapshot and checked against another's state
+	Txns        int      // transactions ended by an acknowledged marker (Config.Transactions)
+	LateCopies  int      // late copies of markers answered as duplicates
 	Trace       []string // with Config.Trace: what happened, in order
 }
 
@@ -154,6 +165,7 @@ type Sim struct {
 	nodes   []*node
 	chk     *checker
 	pchk    *partChecker
+	tchk    *txnChecker
 	trace   hash.Hash64
 	lines   []string // Config.Trace
 	clients []*client
@@ -201,6 +213,7 @@ func Run(cfg Config) (Result, error) {
 	}
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), chk: newChecker(), trace: fnv.New64a()}
 	s.pchk = newPartChecker(s.chk)
+	s.tchk = newTxnChecker(s.chk)
 	s.res.Seed = cfg.Seed
 	s.net = &network{s: s, cut: map[[2]uint64]bool{}}
 	for id := uint64(1); id <= uint64(cfg.Nodes); id++ {
