@@ -371,7 +371,8 @@
 //     checkpoint, and restoreInPlace rewrites the file from it and cuts
 //     the log back as an open would (a GapError then too, with the file
 //     already good for the next open); a snapshot streamed from the
-//     leader anchors it as well. Without a snapshot raft replays from its
+//     leader anchors it as well, and a staged one whose own checkpoint
+//     file was damaged is restored in place from the snapshot's data. Without a snapshot raft replays from its
 //     first entry and the log starts over empty. An ISR log (ISRLog)
 //     recovers the same way and its follower fetches the rest from its
 //     leader; LostData says when the cut took records known durable, and

@@ -271,3 +271,34 @@ func TestReplica_DamagedStagedSnapshot(t *testing.T) {
 		t.Fatalf("Restore of a damaged staged log = %v, want a GapError [2, 5)", err)
 	}
 }
+
+// TestReplica_DamagedStagedCheckpoint: a snapshot staged before a crash
+// whose checkpoint file was damaged on disk since is restored with raft's
+// copy of that checkpoint, the snapshot's data, as a damaged live
+// checkpoint is (restoreInPlace), not refused.
+func TestReplica_DamagedStagedCheckpoint(t *testing.T) {
+	leader := newReplicaHarness(t)
+	for i := range 5 {
+		leader.produce(1, plainBatch(t, fmt.Sprint(i)))
+	}
+	data, _ := leader.r.Snapshot()
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: new(leader.index), Term: new(uint64(1))}}
+	body, _ := leader.r.SnapshotBody(snap)
+	f := newReplicaHarness(t)
+	if err := f.r.ReceiveSnapshot(snap, body); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.r.Close() // crash after raft saved the snapshot, before Restore
+	cp := filepath.Join(fmt.Sprintf("%s.snap-%d", f.dir, leader.index), replicaCheckpointName)
+	truncateFile(t, cp, 20)
+	f.open()
+	if err := f.r.Restore(snap); err != nil {
+		t.Fatalf("Restore with a damaged staged checkpoint: %v", err)
+	}
+	if got := f.r.Log().HighWatermark(); got != 5 {
+		t.Fatalf("restored high watermark %d, want 5", got)
+	}
+	if _, err := readReplicaCheckpoint(f.r.fs(), f.dir); err != nil {
+		t.Fatalf("the checkpoint was not rewritten: %v", err)
+	}
+}

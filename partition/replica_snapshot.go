@@ -328,6 +328,14 @@ func (r *Replica) Restore(snap *raftpb.Snapshot) error {
 		return fmt.Errorf("partition: restore snapshot %d: %w", idx, err)
 	}
 	cp, err := readReplicaCheckpoint(r.fs(), r.cfg.Dir)
+	if errors.Is(err, ErrCorruptLog) {
+		// The staged copy's checkpoint was damaged on disk after it was
+		// made durable: raft's copy of it, the snapshot's data, stands
+		// in, as for a damaged checkpoint at open.
+		r.logger.Warn("staged replica checkpoint damaged; rebuilding it from the raft snapshot", "dir", r.cfg.Dir, "snapshot", idx, "err", err)
+		r.discardStaged(idx)
+		return r.restoreInPlace(snap)
+	}
 	if err != nil {
 		return err
 	}

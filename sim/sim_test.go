@@ -214,6 +214,7 @@ var foundSeeds = []struct {
 	{6587, "unclean recovery chose a replica that lost data, which resigned, and waited for it", false},
 	{54813, "a log end report was not repeated after a newer state lacked it", false},
 	{3245, "an ISR leader answered a marker's copy before the marker was replicated, and it was lost", true},
+	{39845, "a staged snapshot whose checkpoint file was damaged could not be restored", true},
 }
 
 // TestSim_FoundSeeds replays foundSeeds.
