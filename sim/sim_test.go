@@ -184,11 +184,14 @@ func TestSim_CatchesPlantedBugs(t *testing.T) {
 //
 //	go test ./sim -run '^$' -bench Seeds -benchtime 200x
 func BenchmarkSeeds(b *testing.B) {
-	for _, c := range []struct{ parts, isr int }{{0, 0}, {1, 0}, {1, 1}} {
-		b.Run(fmt.Sprintf("partitions=%d/isr=%d", c.parts, c.isr), func(b *testing.B) {
+	for _, c := range []struct {
+		parts, isr int
+		txns       bool
+	}{{0, 0, false}, {1, 0, false}, {1, 1, false}, {1, 1, true}} {
+		b.Run(fmt.Sprintf("partitions=%d/isr=%d/txns=%v", c.parts, c.isr, c.txns), func(b *testing.B) {
 			for i := range b.N {
 				cfg := DefaultConfig(uint64(i) + 1) // crypto/rand unseeded: timing needs no replay
-				cfg.Partitions, cfg.ISRPartitions = c.parts, c.isr
+				cfg.Partitions, cfg.ISRPartitions, cfg.Transactions = c.parts, c.isr, c.txns
 				if _, err := Run(cfg); err != nil {
 					b.Fatal(err)
 				}
