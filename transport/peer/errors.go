@@ -29,6 +29,7 @@ var (
 	ErrFetchTooLarge   = errors.New("peer: fetch request or response larger than max fetch bytes")
 	ErrFetchAborted    = errors.New("peer: fetch stream ended before the response")
 	ErrNoJoinHandler   = errors.New("peer: node serves no join stream")
+	ErrTLS             = errors.New("peer: TLS handshake failed")
 )
 
 // refusal is the code a handshake reply carries. Its values are part of the
@@ -49,6 +50,7 @@ const (
 	refuseIncarnation
 	refuseNoFetch
 	refuseNoJoin
+	refuseTLS
 )
 
 var refusalErrs = map[refusal]error{
@@ -64,6 +66,7 @@ var refusalErrs = map[refusal]error{
 	refuseIncarnation: ErrIncarnation,
 	refuseNoFetch:     ErrNoFetchHandler,
 	refuseNoJoin:      ErrNoJoinHandler,
+	refuseTLS:         ErrTLS,
 }
 
 // refusalOf picks the code that tells a refused peer why.
