@@ -55,7 +55,9 @@
 //     drops it on failure. Under TLS 1.3 the acceptor judges the
 //     dialler's certificate after the dialler's handshake has returned,
 //     so a refused dialler learns it from the alert on its first read;
-//     both show as ErrTLS and count in Stats.TLSFailedOutbound.
+//     both show as ErrTLS (and ErrCertificate for a certificate either
+//     side refused, which no retry changes) and count in
+//     Stats.TLSFailedOutbound.
 //   - Only the chain is verified, not names: peers dial addresses, often
 //     IPs, that certificates need not list, and the node id a peer claims
 //     is not tied to its certificate. Any certificate from the CA is any

@@ -30,6 +30,7 @@ var (
 	ErrFetchAborted    = errors.New("peer: fetch stream ended before the response")
 	ErrNoJoinHandler   = errors.New("peer: node serves no join stream")
 	ErrTLS             = errors.New("peer: TLS handshake failed")
+	ErrCertificate     = errors.New("peer: certificate refused")
 )
 
 // refusal is the code a handshake reply carries. Its values are part of the

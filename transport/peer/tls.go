@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -111,13 +112,31 @@ func clientConfigFor(cfg *tls.Config, addr string) *tls.Config {
 }
 
 // tlsDialError explains a failed client handshake: a node at addr that
-// answers in raftq's plaintext protocol has no peer TLS configured.
+// answers in raftq's plaintext protocol has no peer TLS configured; a
+// certificate either side refused (a verification error here, an alert
+// from there) is ErrCertificate too, which trying again cannot change.
 func tlsDialError(addr string, err error) error {
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) && string(rh.RecordHeader[:len(magic)]) == magic {
 		return fmt.Errorf("%w: the node at %s answered in the clear: it has no peer TLS configured", ErrTLS, addr)
 	}
+	if certificateVerdict(err) {
+		return fmt.Errorf("%w with %s: %w: %w", ErrTLS, addr, ErrCertificate, err)
+	}
 	return fmt.Errorf("%w with %s: %w", ErrTLS, addr, err)
+}
+
+// certificateVerdict tells a certificate refused, by this side's
+// verification or the peer's alert, from a network failure.
+func certificateVerdict(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		invalid   x509.CertificateInvalidError
+		hostname  x509.HostnameError
+	)
+	return tlsRefusedUs(err) || errors.As(err, &verify) || errors.As(err, &authority) ||
+		errors.As(err, &invalid) || errors.As(err, &hostname)
 }
 
 // tlsRefusedUs tells whether err, met after this side's TLS handshake
@@ -143,5 +162,5 @@ func explainTLSRefusal(err error) error {
 	if alert == nil || errors.Is(err, ErrTLS) {
 		return err
 	}
-	return fmt.Errorf("%w: the peer refused this node's certificate (is it valid and from the cluster's CA?): %w", ErrTLS, alert)
+	return fmt.Errorf("%w: %w: the peer refused this node's certificate (is it valid and from the cluster's CA?): %w", ErrTLS, ErrCertificate, alert)
 }

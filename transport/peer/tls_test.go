@@ -303,15 +303,16 @@ func TestTLS_JoinNeedsTheClusterCA(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
-		name string
-		tls  *tls.Config
+		name     string
+		tls      *tls.Config
+		wantCert bool // a certificate verdict, which retrying cannot change
 	}{
-		{"another CA", issueStore(t, other, otherDir, "node-9", time.Time{}).ClientConfig("")},
-		{"no TLS", nil},
+		{"another CA", issueStore(t, other, otherDir, "node-9", time.Time{}).ClientConfig(""), true},
+		{"no TLS", nil, false},
 	} {
 		_, err := Join(ctx, JoinConfig{NodeID: 9, TLS: tc.tls}, n1.Addr().String(), []byte("hi"))
-		if !errors.Is(err, ErrTLS) {
-			t.Errorf("join with %s: %v, want ErrTLS", tc.name, err)
+		if !errors.Is(err, ErrTLS) || errors.Is(err, ErrCertificate) != tc.wantCert {
+			t.Errorf("join with %s: %v, want ErrTLS (ErrCertificate %t)", tc.name, err, tc.wantCert)
 		}
 	}
 	if _, err := Join(ctx, JoinConfig{NodeID: 9, TLS: issueStore(t, ca, dir, "node-9", time.Time{}).ClientConfig("")}, n1.Addr().String(), nil); err != nil {
