@@ -5,13 +5,16 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/raftq/raftq/internal/logging"
 	"github.com/raftq/raftq/internal/tlsfiles"
 )
 
@@ -128,4 +131,54 @@ func httpGet(url string, cl *http.Client) (string, error) {
 		return string(b), fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return string(b), err
+}
+
+// TestElectLeaders_RaftThroughTheLeaderOverAdminTLS: the asked node
+// reaches the leader's admin API over HTTPS, presenting its admin
+// certificate to a listener that requires one.
+func TestElectLeaders_RaftThroughTheLeaderOverAdminTLS(t *testing.T) {
+	ca, err := tlsfiles.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	electThroughTheLeader(t, func(c *Config) {
+		f := issue(t, ca, dir, fmt.Sprintf("node-%d", c.NodeID))
+		c.PeerTLS, c.AdminTLS, c.AdminRequireClientCert = f, f, true
+	})
+}
+
+// TestNode_TLSFilesReload: rewritten certificate files are reloaded
+// without a restart and logged; a broken file is logged and the node
+// keeps the certificate it had, its peers still reaching it.
+func TestNode_TLSFilesReload(t *testing.T) {
+	ca, err := tlsfiles.NewCA("cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var logs logging.Buffer
+	c := newTestCluster(t, 2, func(c *Config) {
+		f := issue(t, ca, dir, fmt.Sprintf("node-%d", c.NodeID))
+		c.PeerTLS = f
+		if c.NodeID == 1 {
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		}
+	})
+	issue(t, ca, dir, "node-1") // a new certificate in the same files
+	eventually(t, "node 1 logs the reload", func() bool {
+		return strings.Contains(logs.String(), `msg="TLS files reloaded" node=1 tls=peer`)
+	})
+	if err := os.WriteFile(c.cfgs[1].PeerTLS.Cert, []byte("not a certificate"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node 1 logs the failed reload", func() bool {
+		return strings.Contains(logs.String(), `msg="TLS files not reloaded; serving the previous certificate"`)
+	})
+	c.stop(2)
+	c.start(2) // node 1 dials it, presenting the certificate it kept
+	eventually(t, "node 2 connected to node 1 again", func() bool {
+		s, _ := c.nodes[2].peer.PeerStats(1)
+		return s.Connected
+	})
 }
