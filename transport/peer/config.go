@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -109,6 +110,14 @@ type Config struct {
 	// neither ServerName nor InsecureSkipVerify verifies the dialled
 	// host name. Nil for both: plain TCP.
 	ServerTLS, ClientTLS *tls.Config
+	// CheckPeerCertificate, with TLS, judges the certificate a peer
+	// presented, whose chain TLS verified, against the node id it
+	// stands for: on an accepted stream the id its hello claims (a
+	// joiner's included), on a dialled one the id dialled. An error
+	// refuses the stream with ErrCertificate. It must be fast and safe
+	// for concurrent use. nil takes any certificate of the CA for any
+	// node.
+	CheckPeerCertificate func(node uint64, cert *x509.Certificate) error
 
 	// Logger receives the transport's logs; nil discards them.
 	Logger *slog.Logger

@@ -58,12 +58,19 @@
 //     both show as ErrTLS (and ErrCertificate for a certificate either
 //     side refused, which no retry changes) and count in
 //     Stats.TLSFailedOutbound.
-//   - Only the chain is verified, not names: peers dial addresses, often
-//     IPs, that certificates need not list, and the node id a peer claims
-//     is not tied to its certificate. Any certificate from the CA is any
-//     node's: the CA must be the cluster's own, issuing node certificates
-//     only. (A ClientTLS that sets neither ServerName nor
-//     InsecureSkipVerify gets the dialled host name checked, as tls.Dial.)
+//   - TLS verifies the chain only, not names: peers dial addresses, often
+//     IPs, that certificates need not list. (A ClientTLS that sets
+//     neither ServerName nor InsecureSkipVerify gets the dialled host
+//     name checked, as tls.Dial.) Without Config.CheckPeerCertificate
+//     any certificate from the CA is any node's, so the CA must be the
+//     cluster's own, issuing node certificates only. With it, the
+//     certificate must also satisfy it for the node id it stands for:
+//     an accepted stream's hello's claim (checked right after the hello
+//     is read, before any other check, a join's too) and a dialled
+//     stream's target (checked before the hello is written); a failure
+//     is ErrCertificate, refused on the accepting side like any hello
+//     (RefusedInbound) and counted in TLSFailedOutbound on the dialling
+//     side.
 //   - The configs are read at every handshake, so a Store that reloads
 //     its files changes what the next connection presents and trusts;
 //     connections already open keep theirs.

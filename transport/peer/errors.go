@@ -52,6 +52,7 @@ const (
 	refuseNoFetch
 	refuseNoJoin
 	refuseTLS
+	refuseCertificate
 )
 
 var refusalErrs = map[refusal]error{
@@ -68,6 +69,7 @@ var refusalErrs = map[refusal]error{
 	refuseNoFetch:     ErrNoFetchHandler,
 	refuseNoJoin:      ErrNoJoinHandler,
 	refuseTLS:         ErrTLS,
+	refuseCertificate: ErrCertificate,
 }
 
 // refusalOf picks the code that tells a refused peer why.

@@ -71,6 +71,9 @@ func (t *Transport) acceptHandshake(conn net.Conn) (hello, *peer, error) {
 	if err != nil {
 		return h, nil, err
 	}
+	if err := t.checkCertificate(conn, h.from); err != nil { // tls.go
+		return h, nil, err
+	}
 	if h.stream == streamJoin {
 		return h, nil, t.acceptJoin(conn, h)
 	}
@@ -206,6 +209,11 @@ func (t *Transport) dialStream(ctx context.Context, p *peer, stream byte) (net.C
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
 	conn, err := dialTLS(ctx, raw, t.cfg.ClientTLS, addr, t.cfg.HandshakeTimeout) // tls.go
+	if err == nil {
+		if err = t.checkCertificate(conn, p.id); err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
 		t.stats.tlsFailedOutbound.Add(1)
 		return nil, fmt.Errorf("dial node %d: %w", p.id, err)
@@ -250,7 +258,7 @@ func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
 // isRefusal tells a handshake the two nodes disagree on (a configuration
 // problem) from a network failure.
 func isRefusal(err error) bool {
-	for _, sentinel := range []error{ErrClusterID, ErrIncarnation, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake, ErrNoFetchHandler, ErrTLS} {
+	for _, sentinel := range []error{ErrClusterID, ErrIncarnation, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake, ErrNoFetchHandler, ErrTLS, ErrCertificate} {
 		if errors.Is(err, sentinel) {
 			return true
 		}

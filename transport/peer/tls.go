@@ -164,3 +164,20 @@ func explainTLSRefusal(err error) error {
 	}
 	return fmt.Errorf("%w: %w: the peer refused this node's certificate (is it valid and from the cluster's CA?): %w", ErrTLS, ErrCertificate, alert)
 }
+
+// checkCertificate runs Config.CheckPeerCertificate, if any, on the
+// certificate conn's peer presented for node.
+func (t *Transport) checkCertificate(conn net.Conn, node uint64) error {
+	tc, ok := conn.(tlsConn)
+	if t.cfg.CheckPeerCertificate == nil || !ok {
+		return nil
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return fmt.Errorf("%w: node %d presented no certificate", ErrCertificate, node)
+	}
+	if err := t.cfg.CheckPeerCertificate(node, certs[0]); err != nil {
+		return fmt.Errorf("%w: node %d's certificate %q: %w", ErrCertificate, node, certs[0].Subject.String(), err)
+	}
+	return nil
+}

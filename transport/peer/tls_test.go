@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -369,4 +371,60 @@ func TestConfig_TLSTogether(t *testing.T) {
 			t.Errorf("server %t client %t: Validate = %v", tc.server != nil, tc.client != nil, err)
 		}
 	}
+}
+
+// cnIsNode is a CheckPeerCertificate that wants node-N as the common
+// name of node N's certificate.
+func cnIsNode(node uint64, cert *x509.Certificate) error {
+	if want := fmt.Sprintf("node-%d", node); cert.Subject.CommonName != want {
+		return fmt.Errorf("common name %q, want %q", cert.Subject.CommonName, want)
+	}
+	return nil
+}
+
+// TestTLS_CheckPeerCertificateTiesCertificateToNodeID: with
+// CheckPeerCertificate, a certificate of the cluster's CA issued for
+// another name cannot stand for a node, in either direction, nor join.
+func TestTLS_CheckPeerCertificateTiesCertificateToNodeID(t *testing.T) {
+	ca, dir := testCA(t, "cluster")
+	check := func(c *Config) { c.CheckPeerCertificate = cnIsNode }
+	n2 := startNode(t, 2, both(withTLS(issueStore(t, ca, dir, "node-2", time.Time{})), check,
+		func(c *Config) {
+			c.JoinHandler = func(context.Context, uint64, string, []byte) []byte { return []byte("welcome") }
+		}))
+	n3 := startNode(t, 3, both(withTLS(issueStore(t, ca, dir, "node-3", time.Time{})), check))
+	connect(n2, n3)
+	exchange(t, n2, n3, 1)
+
+	operator := issueStore(t, ca, dir, "operator", time.Time{})
+	intruder := startNode(t, 1, both(withTLS(operator), check)) // the lower id: it dials
+	connect(intruder, n2)
+	intruder.Send(2, []raftgroup.Envelope{heartbeat(1)})
+	eventually(t, "node 2 refuses the certificate named for no node", func() bool {
+		return logHas(n2.logs, "level=ERROR", "refusing peer connection", `common name \"operator\", want \"node-1\"`)
+	})
+	eventually(t, "the intruder is told", func() bool {
+		return logHas(intruder.logs, "cannot connect to peer", "certificate refused")
+	})
+	if n2.Stats().RefusedInbound == 0 {
+		t.Error("node 2 counted no refusal")
+	}
+
+	// Node 3 dialling "node 4" at an address where node-2's certificate answers.
+	n3.AddPeer(4, n2.Addr().String())
+	n3.Send(4, []raftgroup.Envelope{heartbeat(2)})
+	eventually(t, "node 3 refuses a certificate not named for the node it dialled", func() bool {
+		return logHas(n3.logs, "cannot connect to peer", "peer=4", `want \"node-4\"`)
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := Join(ctx, JoinConfig{NodeID: 9, TLS: operator.ClientConfig("")}, n2.Addr().String(), nil)
+	if !errors.Is(err, ErrCertificate) {
+		t.Errorf("join as node 9 with the operator's certificate: %v, want ErrCertificate", err)
+	}
+	if _, err := Join(ctx, JoinConfig{NodeID: 9, TLS: issueStore(t, ca, dir, "node-9", time.Time{}).ClientConfig("")}, n2.Addr().String(), nil); err != nil {
+		t.Errorf("join as node 9 with node-9's certificate: %v", err)
+	}
+	exchange(t, n2, n3, 2)
 }
