@@ -203,6 +203,12 @@ type Config struct {
 	// is refused before the peer handshake (node_tls.go). All three or
 	// none.
 	PeerTLS tlsfiles.Files
+	// PeerTLSNodeName, with PeerTLS, is the name node N's certificate
+	// must carry, as its common name or a DNS name, with %d standing for
+	// N (e.g. "node-%d.raftq"): a certificate of the CA then stands for
+	// its own node only. Empty accepts any certificate of the CA for any
+	// node.
+	PeerTLSNodeName string
 	// AdminTLS names the admin listener's certificate and key, and a CA
 	// bundle: with them it serves HTTPS, and this node's own calls to
 	// other nodes' admin listeners present the certificate and verify

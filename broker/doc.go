@@ -149,8 +149,10 @@
 //     so a node that cannot read its files never starts; for the node's
 //     life a loop reloads it on file change or SIGHUP, logging each
 //     reload, and a reload that fails keeps the previous certificate.
-//   - The peer transport verifies the chain only (transport/peer, TLS);
-//     a peer refused at the TLS handshake never reaches its hello, and is
+//   - The peer transport verifies the chain (transport/peer, TLS) and,
+//     with Config.PeerTLSNodeName, that the certificate is named for the
+//     node id it stands for; a peer refused at the TLS handshake never
+//     reaches its hello, and is
 //     counted in /metrics (raftq_peer_handshakes_refused_total, stage
 //     tls), as the admin listener's refusals are
 //     (raftq_admin_tls_handshakes_refused_total).

@@ -158,6 +158,7 @@ func (n *Node) startRaft(plan *joinPlan) error {
 	pc.Dial = peerDialer(n.cfg.PeerAddr)
 	pc.FetchHandler = n.serveReplicaFetch    // ISR followers' fetches
 	pc.ServerTLS, pc.ClientTLS = n.peerTLS() // node_tls.go
+	pc.CheckPeerCertificate = n.peerCertificateCheck()
 	t, err := peer.New(pc)
 	if err != nil {
 		return fmt.Errorf("peer transport: %w", err)

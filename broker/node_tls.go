@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +38,9 @@ func (c *Config) validateTLS() error {
 	if !c.PeerTLS.Empty() && (c.PeerTLS.Cert == "" || c.PeerTLS.Key == "" || c.PeerTLS.CA == "") {
 		return fmt.Errorf("broker: peer TLS needs a certificate, its key and the cluster's CA bundle (got certificate %q, key %q, CA %q)",
 			c.PeerTLS.Cert, c.PeerTLS.Key, c.PeerTLS.CA)
+	}
+	if c.PeerTLSNodeName != "" && (c.PeerTLS.Empty() || strings.Count(c.PeerTLSNodeName, "%") != 1 || !strings.Contains(c.PeerTLSNodeName, "%d")) {
+		return fmt.Errorf("broker: peer TLS node name %q: want one %%d standing for the node id, and peer TLS on", c.PeerTLSNodeName)
 	}
 	if err := c.AdminTLS.Validate(); err != nil {
 		return fmt.Errorf("broker: admin %w", err)
@@ -100,6 +106,23 @@ func (n *Node) peerTLS() (server, client *tls.Config) {
 		return nil, nil
 	}
 	return n.tls.peer.ServerConfig(tls.RequireAndVerifyClientCert), n.tls.peer.ClientConfig("")
+}
+
+// peerCertificateCheck is the transport's CheckPeerCertificate: node N's
+// certificate must be named PeerTLSNodeName with N for %d. Nil without
+// a name.
+func (n *Node) peerCertificateCheck() func(uint64, *x509.Certificate) error {
+	pattern := n.cfg.PeerTLSNodeName
+	if pattern == "" || n.tls.peer == nil {
+		return nil
+	}
+	return func(node uint64, cert *x509.Certificate) error {
+		want := fmt.Sprintf(pattern, node)
+		if cert.Subject.CommonName == want || slices.Contains(cert.DNSNames, want) {
+			return nil
+		}
+		return fmt.Errorf("it is not named %q (common name %q, DNS names %v)", want, cert.Subject.CommonName, cert.DNSNames)
+	}
 }
 
 // joinTLS is the client config of a join stream, nil without PeerTLS.

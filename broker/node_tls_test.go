@@ -29,6 +29,9 @@ func TestConfig_ValidateTLS(t *testing.T) {
 		{"peer mTLS", func(c *Config) { c.PeerTLS = full }, ""},
 		{"peer without CA", func(c *Config) { c.PeerTLS = tlsfiles.Files{Cert: "c.crt", Key: "c.key"} }, "peer TLS needs"},
 		{"peer CA alone", func(c *Config) { c.PeerTLS = tlsfiles.Files{CA: "ca.crt"} }, "peer TLS needs"},
+		{"peer node name", func(c *Config) { c.PeerTLS, c.PeerTLSNodeName = full, "node-%d.raftq" }, ""},
+		{"peer node name without %d", func(c *Config) { c.PeerTLS, c.PeerTLSNodeName = full, "node" }, "want one %d"},
+		{"peer node name without peer TLS", func(c *Config) { c.PeerTLSNodeName = "node-%d" }, "want one %d"},
 		{"admin TLS", func(c *Config) { c.AdminTLS = tlsfiles.Files{Cert: "c.crt", Key: "c.key"} }, ""},
 		{"admin key alone", func(c *Config) { c.AdminTLS = tlsfiles.Files{Key: "c.key"} }, "given together"},
 		{"admin client certs", func(c *Config) { c.AdminTLS, c.AdminRequireClientCert = full, true }, ""},
@@ -73,6 +76,7 @@ func TestNode_MutualTLSBetweenNodes(t *testing.T) {
 	c := newTestCluster(t, 3, func(c *Config) {
 		f := issue(t, ca, dir, fmt.Sprintf("node-%d", c.NodeID))
 		c.PeerTLS, c.AdminTLS, c.AdminRequireClientCert = f, f, true
+		c.PeerTLSNodeName = "node-%d"
 	})
 	produceSome(t, c)
 

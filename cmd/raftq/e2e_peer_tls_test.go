@@ -48,9 +48,10 @@ func issueCert(t *testing.T, ca *tlsfiles.CA, dir, name, host string, notAfter t
 }
 
 // nodeTLSArgs are the server flags of mutual TLS on the peer port and
-// the admin listener, the certificate f's and the CA bundle ca's.
+// the admin listener, the certificate f's and the CA bundle ca's; node
+// N's certificate must be named node-N.
 func nodeTLSArgs(f tlsfiles.Files, ca string) []string {
-	return []string{"--peer-tls-cert-file", f.Cert, "--peer-tls-key-file", f.Key, "--peer-tls-ca-file", ca,
+	return []string{"--peer-tls-cert-file", f.Cert, "--peer-tls-key-file", f.Key, "--peer-tls-ca-file", ca, "--peer-tls-node-name", "node-%d",
 		"--admin-tls-cert-file", f.Cert, "--admin-tls-key-file", f.Key, "--admin-tls-ca-file", ca, "--admin-tls-client-auth", "required"}
 }
 
@@ -115,11 +116,13 @@ func mtlsCluster(t *testing.T, cas *nodeCAs, n, initial int) (*chaos.Cluster, tl
 // acks=all producer loads a topic. Nodes with a certificate from another
 // CA, with an expired one, or with no peer TLS at all try to join
 // through a seed: each exits saying why, the seed's /metrics counts the
-// refused TLS handshakes, and the cluster keeps serving. Then a fourth
-// node with a certificate from the cluster's CA joins and serves; the
-// CLI reads cluster status over HTTPS with a client certificate, and is
-// told to use HTTPS without one. Every acknowledged record reads back
-// once, in order.
+// refused TLS handshakes, and the cluster keeps serving; a node whose
+// certificate comes from the cluster's CA but is not named for it
+// (--peer-tls-node-name) is refused too. Then a fourth node with its own
+// certificate from the cluster's CA joins and serves; the CLI reads
+// cluster status over HTTPS with a client certificate, and is told to
+// use HTTPS without one. Every acknowledged record reads back once, in
+// order.
 func TestE2E_PeerMTLS(t *testing.T) {
 	cas := newNodeCAs(t)
 	c, operator := mtlsCluster(t, cas, 4, 3)
@@ -148,6 +151,9 @@ func TestE2E_PeerMTLS(t *testing.T) {
 		{"certificate from another CA", joiner(nodeTLSArgs(foreign, clusterCA)...), "refused this node's certificate"},
 		{"expired certificate", joiner(nodeTLSArgs(expired, clusterCA)...), "expired certificate"},
 		{"no peer TLS", joiner(), "requires TLS on its peer port"},
+		// The operator's certificate comes from the cluster's CA, but
+		// is not node 9's.
+		{"certificate of the CA not named for the node", joiner(nodeTLSArgs(operator, clusterCA)...), `is not named "node-9"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := cli(t, 1, "", tc.args...)
@@ -159,7 +165,7 @@ func TestE2E_PeerMTLS(t *testing.T) {
 		awaitLoad(t, ld, 3, 50) // the cluster serves on
 	}
 	if got := peerTLSRefused(t, c, n1); got < refusedBefore+3 {
-		t.Errorf("node 1 counted %v refused TLS handshakes, want at least %v", got, refusedBefore+3)
+		t.Errorf("node 1 counted %v refused TLS handshakes, want at least %v (the misnamed certificate is refused after TLS)", got, refusedBefore+3)
 	}
 	s, err := nodeStatus(context.Background(), c, 1)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -20,6 +21,7 @@ func bindNodeTLSFlags(fs *pflag.FlagSet, c *broker.Config) *nodeTLSFlags {
 	fs.StringVar(&c.PeerTLS.Cert, "peer-tls-cert-file", "", "PEM certificate this node presents to its peers; with --peer-tls-key-file and --peer-tls-ca-file, every peer connection is mutual TLS")
 	fs.StringVar(&c.PeerTLS.Key, "peer-tls-key-file", "", "PEM key of --peer-tls-cert-file")
 	fs.StringVar(&c.PeerTLS.CA, "peer-tls-ca-file", "", "PEM bundle of the cluster's CA: a peer whose certificate does not chain to it is refused at the TLS handshake")
+	fs.StringVar(&c.PeerTLSNodeName, "peer-tls-node-name", "", "name node N's peer certificate must carry (common name or DNS name), %d standing for N, e.g. node-%d.raftq: a certificate then stands for its own node only (default: any certificate of the CA for any node)")
 	fs.StringVar(&c.AdminTLS.Cert, "admin-tls-cert-file", "", "PEM certificate of the admin HTTP listener; with it and --admin-tls-key-file the listener serves HTTPS")
 	fs.StringVar(&c.AdminTLS.Key, "admin-tls-key-file", "", "PEM key of --admin-tls-cert-file")
 	fs.StringVar(&c.AdminTLS.CA, "admin-tls-ca-file", "", "PEM CA bundle that admin clients' certificates must chain to (with --admin-tls-client-auth required), and that other nodes' admin listeners are verified against")
@@ -32,6 +34,9 @@ func (f *nodeTLSFlags) apply(c *broker.Config) error {
 	p := c.PeerTLS
 	if !p.Empty() && (p.Cert == "" || p.Key == "" || p.CA == "") {
 		return usageError{fmt.Errorf("peer TLS needs all of --peer-tls-cert-file, --peer-tls-key-file and --peer-tls-ca-file (got %q, %q, %q)", p.Cert, p.Key, p.CA)}
+	}
+	if c.PeerTLSNodeName != "" && (p.Empty() || strings.Count(c.PeerTLSNodeName, "%") != 1 || !strings.Contains(c.PeerTLSNodeName, "%d")) {
+		return usageError{fmt.Errorf("--peer-tls-node-name %q: want one %%d standing for the node id, with the --peer-tls-* files", c.PeerTLSNodeName)}
 	}
 	a := c.AdminTLS
 	if (a.Cert == "") != (a.Key == "") {
