@@ -26,7 +26,7 @@ var (
 func newAdminTLSRefused() prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "raftq_admin_tls_handshakes_refused_total",
-		Help: "TLS handshakes the admin listener refused or that failed: a client without a certificate from the admin CA when one is required, garbage, a client that hung up.",
+		Help: "TLS handshakes the admin listener refused or that failed: a client without a certificate from the admin CA when one is required, garbage, a client that hung up (plain HTTP is answered 400, not counted).",
 	})
 }
 
