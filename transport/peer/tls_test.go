@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -124,10 +125,19 @@ func TestTLS_EveryStreamKindOverTLS(t *testing.T) {
 	connect(n1, n2)
 	exchange(t, n1, n2, 1)
 
+	body := bytes.Repeat([]byte("snapshot body over TLS "), 100_000) // 2.3 MB: many records
+	var got bytes.Buffer
+	n2.recv.snap = func(_ uint64, _ raftgroup.Envelope, r io.Reader) error {
+		_, err := io.Copy(&got, r)
+		return err
+	}
 	res := newResult()
-	n1.SendSnapshot(2, snapEnv(9), nil, res.done)
+	n1.SendSnapshot(2, snapEnv(9), &trackedBody{Reader: bytes.NewReader(body)}, res.done)
 	if err := res.wait(t); err != nil {
 		t.Fatalf("snapshot over TLS: %v", err)
+	}
+	if !bytes.Equal(got.Bytes(), body) {
+		t.Fatalf("snapshot body over TLS: got %d bytes, want %d", got.Len(), len(body))
 	}
 	if got := string(fetchOK(t, n1, 2, []byte("ping"))); got != "from 1: ping" {
 		t.Fatalf("fetch over TLS answered %q", got)
