@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/raftq/raftq/chaos"
 	"github.com/raftq/raftq/internal/tlsfiles"
 )
@@ -182,6 +184,7 @@ func TestE2E_PeerMTLS(t *testing.T) {
 	}
 	waitAlive(t, c, []int{1, 2, 3, 4})
 	checkPlacedOn(t, c, "mtls-after-4", 4)
+	checkISROverTLS(t, c)
 	awaitLoad(t, ld, 3, 100)
 
 	adminTLS := []string{"--admin", n1.AdminAddr(), "--admin-tls-ca-file", operator.CA, "--admin-tls-cert-file", operator.Cert, "--admin-tls-key-file", operator.Key}
@@ -206,6 +209,22 @@ func TestE2E_PeerMTLS(t *testing.T) {
 		checkLog(t, fmt.Sprintf("%s-%d", topic, p), got, sent[p], acked)
 	}
 	checkNoCrashes(t, c)
+}
+
+// checkISROverTLS writes to an ISR topic, whose followers fetch from
+// their leader over the peer transport's fetch streams (TLS here), and
+// checks that every replica holds what was acknowledged.
+func checkISROverTLS(t *testing.T, c *chaos.Cluster) {
+	t.Helper()
+	const topic = "mtls-isr"
+	createTopic(t, c, topic, 1, 3, isrTopic.with(nil))
+	values := seq(topic, 50)
+	produceValues(t, e2eClient(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())), topic, 0, values...)
+	got, _ := readPartition(t, c, topic, 0)
+	checkLog(t, topic+"-0", got, values, allAcked(values))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitReplicasEqual(t, c, topic, 0, hostsOf(ctx, c, topic, 0))
 }
 
 // peerTLSRefused reads from n's /metrics how many peer connections it
