@@ -22,7 +22,7 @@ func (n *Node) startAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin listen %s: %w", n.cfg.AdminAddr, err)
 	}
-	n.metrics.reg.MustRegister(partitionCollector{n}, dashboardCollector{n})
+	n.metrics.reg.MustRegister(partitionCollector{n}, dashboardCollector{n}, peerCollector{n}) // metrics_peer.go
 	n.metrics.registerWAL(n.host.Metrics)
 	n.metrics.registerOffline(func() int { return len(n.offlineReplicas()) })
 	n.metrics.registerUnderReplicatedRaft(n.underReplicatedRaft)
@@ -40,11 +40,12 @@ func (n *Node) startAdmin() error {
 	mux.HandleFunc("POST /v1/raft/{group}/transfer_leadership", n.serveTransferLeadership) // electleaders_raft.go
 	mux.Handle("/", n.adminRoot())
 	n.adminLn = ln
-	n.admin = &http.Server{Handler: mux}
+	n.admin = n.adminServer(mux)  // node_tls.go
+	served := n.adminListener(ln) // node_tls.go: TLS with AdminTLS
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		_ = n.admin.Serve(ln)
+		_ = n.admin.Serve(served)
 	}()
 	return nil
 }

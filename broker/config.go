@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/raftq/raftq/coordinator"
+	"github.com/raftq/raftq/internal/tlsfiles"
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -196,6 +197,27 @@ type Config struct {
 	// same.
 	BrokerConfigs map[string]string
 
+	// PeerTLS names the node's certificate and key and the cluster's CA
+	// bundle: with them the peer transport requires mutual TLS on every
+	// connection, and a node whose certificate does not chain to the CA
+	// is refused before the peer handshake (node_tls.go). All three or
+	// none.
+	PeerTLS tlsfiles.Files
+	// PeerTLSNodeName, with PeerTLS, is the name node N's certificate
+	// must carry, as its common name or a DNS name, with %d standing for
+	// N (e.g. "node-%d.raftq"): a certificate of the CA then stands for
+	// its own node only. Empty accepts any certificate of the CA for any
+	// node.
+	PeerTLSNodeName string
+	// AdminTLS names the admin listener's certificate and key, and a CA
+	// bundle: with them it serves HTTPS, and this node's own calls to
+	// other nodes' admin listeners present the certificate and verify
+	// theirs against the CA (the system roots without one).
+	AdminTLS tlsfiles.Files
+	// AdminRequireClientCert makes the admin listener refuse, at the TLS
+	// handshake, clients without a certificate from AdminTLS.CA.
+	AdminRequireClientCert bool
+
 	Logger *slog.Logger
 }
 
@@ -286,6 +308,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if _, err := c.advertisedKafka(); err != nil {
+		return err
+	}
+	if err := c.validateTLS(); err != nil { // node_tls.go
 		return err
 	}
 	return c.validateListeners() // listeners.go

@@ -138,6 +138,31 @@
 // metadata's propagation to be usable here. Nothing is authorized yet:
 // an authenticated principal may do what an anonymous one may.
 //
+// # TLS between nodes
+//
+// Config.PeerTLS (certificate, key and the cluster's CA, all three) puts
+// every peer connection under mutual TLS; Config.AdminTLS serves the
+// admin listener over HTTPS, refusing clients without a certificate from
+// its CA when AdminRequireClientCert (node_tls.go). Invariants:
+//
+//   - Each is a tlsfiles.Store loaded before anything listens or dials,
+//     so a node that cannot read its files never starts; for the node's
+//     life a loop reloads it on file change or SIGHUP, logging each
+//     reload, and a reload that fails keeps the previous certificate.
+//   - The peer transport verifies the chain (transport/peer, TLS) and,
+//     with Config.PeerTLSNodeName, that the certificate is named for the
+//     node id it stands for; a peer refused at the TLS handshake never
+//     reaches its hello, and is
+//     counted in /metrics (raftq_peer_handshakes_refused_total, stage
+//     tls), as the admin listener's refusals are
+//     (raftq_admin_tls_handshakes_refused_total).
+//   - Join streams use the peer TLS config; a seed's certificate verdict
+//     (peer.ErrCertificate) ends the join at once, as a refusal does.
+//   - The node's own calls to other nodes' admin listeners (leader
+//     transfers, the web console's) speak HTTPS with the admin
+//     certificate when AdminTLS is set: every node's admin flags must
+//     agree.
+//
 // # Leadership
 //
 // A raft partition's leader is its raft group's leader and the leader

@@ -44,7 +44,16 @@ func (c *testCluster) raftLeads(id uint64, topic string, p int32) bool {
 // through its admin API and returns once the preferred replica leads and
 // the asked node's metadata says so; a second one needs none.
 func TestElectLeaders_RaftThroughTheLeader(t *testing.T) {
-	c := newTestCluster(t, 3, func(cfg *Config) { cfg.LeaderBalanceInterval = 0 })
+	electThroughTheLeader(t, func(*Config) {})
+}
+
+// electThroughTheLeader is TestElectLeaders_RaftThroughTheLeader on
+// nodes that mod configures.
+func electThroughTheLeader(t *testing.T, mod func(*Config)) {
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		cfg.LeaderBalanceInterval = 0
+		mod(cfg)
+	})
 	cl := c.client()
 	createTopic(t, cl, "r", 1, 3)
 	p := c.isrPartition(1, "r", 0)

@@ -121,7 +121,7 @@ func (n *Node) askTransfer(ctx context.Context, leader, gid, to uint64) transfer
 	if !ok || b.AdminAddr == "" {
 		return transferAnswer{Code: kerr.LeaderNotAvailable.Code, Message: fmt.Sprintf("leader %d of raft group %d has no admin address", leader, gid)}
 	}
-	ans, err := postTransfer(ctx, b.AdminAddr, gid, to)
+	ans, err := n.postTransfer(ctx, b.AdminAddr, gid, to)
 	if err != nil {
 		return transferAnswer{Code: kerr.LeaderNotAvailable.Code, Message: fmt.Sprintf("ask leader %d of raft group %d: %s", leader, gid, err)}
 	}
@@ -132,7 +132,7 @@ func (n *Node) askTransfer(ctx context.Context, leader, gid, to uint64) transfer
 // leader must answer, so that its answer arrives in time.
 const transferMargin = 250 * time.Millisecond
 
-func postTransfer(ctx context.Context, adminAddr string, gid, to uint64) (transferAnswer, error) {
+func (n *Node) postTransfer(ctx context.Context, adminAddr string, gid, to uint64) (transferAnswer, error) {
 	var ans transferAnswer
 	wait := time.Minute
 	if d, ok := ctx.Deadline(); ok {
@@ -141,12 +141,12 @@ func postTransfer(ctx context.Context, adminAddr string, gid, to uint64) (transf
 	if wait <= 0 {
 		return ans, context.DeadlineExceeded
 	}
-	url := fmt.Sprintf("http://%s/v1/raft/%d/transfer_leadership?target=%d&timeout_ms=%d", adminAddr, gid, to, wait.Milliseconds())
+	url := fmt.Sprintf("%s://%s/v1/raft/%d/transfer_leadership?target=%d&timeout_ms=%d", n.adminScheme(), adminAddr, gid, to, wait.Milliseconds())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return ans, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := n.adminHTTP().Do(req) // node_tls.go
 	if err != nil {
 		return ans, err
 	}

@@ -161,7 +161,7 @@ func (n *Node) askSeeds(id identity, req joinRequest) (cluster string, resp join
 	if err != nil {
 		return "", resp, err
 	}
-	jc := peer.JoinConfig{NodeID: id.NodeID, ClusterID: id.ClusterID, Incarnation: id.Incarnation, Dial: peerDialer(n.cfg.PeerAddr)}
+	jc := peer.JoinConfig{NodeID: id.NodeID, ClusterID: id.ClusterID, Incarnation: id.Incarnation, Dial: peerDialer(n.cfg.PeerAddr), TLS: n.joinTLS()}
 	deadline := time.Now().Add(n.cfg.JoinTimeout)
 	last := map[string]error{}
 	backoff := 100 * time.Millisecond
@@ -172,7 +172,7 @@ func (n *Node) askSeeds(id identity, req joinRequest) (cluster string, resp join
 				return cluster, resp, nil
 			}
 			var refused *peer.RefusedError
-			if errors.As(err, &refused) && !errors.Is(err, peer.ErrClosed) || errors.Is(err, errJoinRefused) {
+			if errors.As(err, &refused) && !errors.Is(err, peer.ErrClosed) || errors.Is(err, errJoinRefused) || errors.Is(err, peer.ErrCertificate) {
 				return "", resp, fmt.Errorf("join: seed %s refused node %d: %w", seed, id.NodeID, err)
 			}
 			last[seed] = err

@@ -31,7 +31,10 @@ type metrics struct {
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
 	saslAuths     *prometheus.CounterVec // SASL listeners (listeners.go)
-	dash          *dashboard             // metrics_dashboard.go
+	// adminTLSRefused counts TLS handshakes the admin listener refused
+	// (node_tls.go); peer transport figures come from peerCollector.
+	adminTLSRefused prometheus.Counter
+	dash            *dashboard // metrics_dashboard.go
 
 	cleanerRuns      prometheus.Counter // cleaner.go
 	cleanerReclaimed prometheus.Counter
@@ -81,8 +84,9 @@ func newMetrics() *metrics {
 	m.saslAuths = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftq_sasl_authentications_total", Help: "SASL authentications on this node's SASL listeners, by mechanism and outcome: ok or failed.",
 	}, []string{"mechanism", "outcome"})
+	m.adminTLSRefused = newAdminTLSRefused() // metrics_peer.go
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
-		m.isrChanges, m.followerFetch, m.saslAuths,
+		m.isrChanges, m.followerFetch, m.saslAuths, m.adminTLSRefused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dash = newDashboard(m.reg)
 	return m

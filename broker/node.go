@@ -58,6 +58,7 @@ type Node struct {
 	isr       isrSide // the ISR mode's manager, made at first need (isr_node.go)
 
 	brokerCl brokerClients // Kafka clients of other brokers (txn_client.go)
+	tls      nodeTLS       // peer and admin TLS (node_tls.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -93,6 +94,9 @@ func New(cfg Config) (*Node, error) {
 }
 
 func (n *Node) start() error {
+	if err := n.loadTLS(); err != nil { // node_tls.go
+		return err
+	}
 	plan, err := n.planJoin() // join.go: nil unless --seeds and not yet a member
 	if err != nil {
 		return err
@@ -152,7 +156,9 @@ func (n *Node) startRaft(plan *joinPlan) error {
 	// The transport and the raft host add the node id themselves.
 	pc.Logger = logging.Discard(n.cfg.Logger).With("component", "peer")
 	pc.Dial = peerDialer(n.cfg.PeerAddr)
-	pc.FetchHandler = n.serveReplicaFetch // ISR followers' fetches
+	pc.FetchHandler = n.serveReplicaFetch    // ISR followers' fetches
+	pc.ServerTLS, pc.ClientTLS = n.peerTLS() // node_tls.go
+	pc.CheckPeerCertificate = n.peerCertificateCheck()
 	t, err := peer.New(pc)
 	if err != nil {
 		return fmt.Errorf("peer transport: %w", err)

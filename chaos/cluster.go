@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,7 +122,10 @@ type Config struct {
 	// default, 20 s, outlasts raftq server's leadership drain
 	// (--shutdown-timeout, 10 s) and its close.
 	StopTimeout time.Duration
-	Logger      *slog.Logger
+	// AdminTLS, when set, is the client config of HTTPClient for nodes
+	// whose admin listeners serve HTTPS (admin_tls.go).
+	AdminTLS *tls.Config
+	Logger   *slog.Logger
 }
 
 // DefaultConfig returns a Config with the timeouts set; Binary, Nodes,
@@ -182,7 +186,7 @@ func New(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	c.http = &http.Client{Transport: &http.Transport{DialContext: c.DialContext}, Timeout: 5 * time.Second}
+	c.http = c.newHTTPClient() // admin_tls.go
 	return c, nil
 }
 
@@ -323,7 +327,8 @@ func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Co
 	return d.DialContext(ctx, network, addr)
 }
 
-// HTTPClient returns a client whose connections go through DialContext.
+// HTTPClient returns a client whose connections go through DialContext,
+// under Config.AdminTLS when set.
 func (c *Cluster) HTTPClient() *http.Client { return c.http }
 
 // Partition applies grudge g (replacing any partition in force).

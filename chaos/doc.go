@@ -22,7 +22,9 @@
 // own address; the harness reaches them with Cluster.DialContext (give it
 // to kgo.Dialer) and HTTPClient. Without it they run on the host's
 // loopback, each on three free ports picked at New, and partitions are
-// unavailable.
+// unavailable. With Config.AdminTLS, HTTPClient speaks HTTPS to the
+// admin listeners under that client config and AdminURL's scheme is
+// https (admin_tls.go); HTTPReady follows it.
 //
 // # Faults, exactly
 //

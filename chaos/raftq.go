@@ -42,7 +42,7 @@ func ServerArgs(clusterID, fsync string, extra ...string) ArgsFunc {
 // admin address (raftq: "/v1/status").
 func HTTPReady(path string) ReadyFunc {
 	return func(ctx context.Context, c *Cluster, n Node) error {
-		url := "http://" + n.AdminAddr() + path
+		url := c.AdminURL(n, path)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err

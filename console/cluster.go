@@ -116,7 +116,11 @@ func (c *Console) fetchStatus(ctx context.Context, admin string) (broker.Status,
 }
 
 func (c *Console) get(ctx context.Context, admin, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+path, nil)
+	scheme := "http://"
+	if c.cfg.AdminTLS != nil {
+		scheme = "https://"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+admin+path, nil)
 	if err != nil {
 		return nil, err
 	}

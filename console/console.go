@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/tls"
 	"embed"
 	"errors"
 	"fmt"
@@ -37,7 +38,10 @@ type Config struct {
 	Records int
 	// Version names this build; empty reads the binary's build info.
 	Version string
-	Logger  *slog.Logger
+	// AdminTLS, if set, is the client config of the requests to nodes'
+	// admin listeners, which then serve HTTPS; nil is plain HTTP.
+	AdminTLS *tls.Config
+	Logger   *slog.Logger
 }
 
 // DefaultConfig returns a Config with every field but Addrs set.
@@ -85,6 +89,9 @@ func New(cfg Config) (*Console, error) {
 		cfg.Version = buildVersion()
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, http: &http.Client{Timeout: cfg.NodeTimeout}, stop: make(chan struct{})}
+	if cfg.AdminTLS != nil {
+		c.http.Transport = &http.Transport{TLSClientConfig: cfg.AdminTLS}
+	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

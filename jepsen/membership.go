@@ -233,7 +233,7 @@ func (e *membersEnv) Decommission(ctx context.Context, id int, on bool) error {
 		if err != nil {
 			continue
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://%s/v1/brokers/%d/%s", n.AdminAddr(), id, action), nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.AdminURL(n, fmt.Sprintf("/v1/brokers/%d/%s", id, action)), nil)
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func fetchStatus(ctx context.Context, c *chaos.Cluster, id int) (raftqStatus, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.AdminAddr()+"/v1/status", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL(n, "/v1/status"), nil)
 	if err != nil {
 		return s, err
 	}

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -29,16 +26,20 @@ func runCluster(ctx context.Context, e *env, args []string) error {
 
 func clusterStatus(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "cluster status", "")
-	admin := fs.String("admin", e.flagDefault(envAdmin, "127.0.0.1:9644"), "admin HTTP address of any node, which lists the others; $"+envAdmin+" sets the default")
+	af := bindAdminFlags(e, fs, "admin HTTP address of any node, which lists the others")
 	asJSON := fs.Bool("json", false, "print every node's status document")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	seed, err := fetchStatus(ctx, *admin)
+	a, err := af.client() // client_admin.go
 	if err != nil {
-		return fmt.Errorf("node status from %s: %w", *admin, err)
+		return err
 	}
-	statuses := collectStatuses(ctx, seed)
+	seed, err := a.status(ctx, af.addr)
+	if err != nil {
+		return fmt.Errorf("node status from %s: %w", af.addr, err)
+	}
+	statuses := collectStatuses(ctx, a, seed)
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -74,55 +75,10 @@ func printOffline(e *env, statuses map[uint64]*broker.Status) {
 	w.Flush()
 }
 
-func fetchStatus(ctx context.Context, addr string) (broker.Status, error) {
-	var s broker.Status
-	return s, adminDo(ctx, addr, http.MethodGet, "/v1/status", 3*time.Second, &s)
-}
-
-// statusURL is the status document of the node at addr, a host:port or
-// a URL of the admin listener.
-func statusURL(addr string) string { return adminURL(addr, "/v1/status") }
-
-// adminURL is path on the admin listener at addr, a host:port or a URL.
-func adminURL(addr, path string) string {
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
-	return strings.TrimSuffix(addr, "/") + path
-}
-
-// adminDo sends method to path on the admin listener at addr, within
-// timeout, and decodes a 200's JSON answer into out; any other answer
-// is an error, with the {"error": ...} the admin API sends if any.
-func adminDo(ctx context.Context, addr, method, path string, timeout time.Duration, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, adminURL(addr, path), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w (is %s a node's admin HTTP address? A Kafka port hangs up on HTTP)", err, addr)
-	}
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("%s: %s", addr, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-func collectStatuses(ctx context.Context, seed broker.Status) map[uint64]*broker.Status {
+func collectStatuses(ctx context.Context, a *adminClient, seed broker.Status) map[uint64]*broker.Status {
 	out := map[uint64]*broker.Status{}
 	for _, b := range seed.Brokers {
-		if s, err := fetchStatus(ctx, b.AdminAddr); err == nil {
+		if s, err := a.status(ctx, b.AdminAddr); err == nil {
 			out[b.ID] = &s
 		}
 	}

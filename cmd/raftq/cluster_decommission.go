@@ -28,7 +28,7 @@ func clusterRemove(ctx context.Context, e *env, args []string) error {
 
 func brokerChange(ctx context.Context, e *env, args []string, action, what string) error {
 	fs := newFlags(e, "cluster "+action, "N")
-	admin := fs.String("admin", e.flagDefault(envAdmin, "127.0.0.1:9644"), "admin HTTP address of any node; $"+envAdmin+" sets the default")
+	af := bindAdminFlags(e, fs, "admin HTTP address of any node") // client_admin.go
 	wait := false
 	if action == "decommission" {
 		fs.BoolVar(&wait, "wait", false, "wait until the broker holds no replica, printing progress")
@@ -43,7 +43,11 @@ func brokerChange(ctx context.Context, e *env, args []string, action, what strin
 	if fs.NArg() != 1 || err != nil || id == 0 {
 		return usageError{errors.New("want one broker id")}
 	}
-	p, err := adminCall(ctx, *admin, http.MethodPost, fmt.Sprintf("/v1/brokers/%d/%s", id, action))
+	a, err := af.client()
+	if err != nil {
+		return err
+	}
+	p, err := adminCall(ctx, a, af.addr, http.MethodPost, fmt.Sprintf("/v1/brokers/%d/%s", id, action))
 	if err != nil {
 		return fmt.Errorf("%s broker %d: %w", action, id, err)
 	}
@@ -54,7 +58,7 @@ func brokerChange(ctx context.Context, e *env, args []string, action, what strin
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
-		next, err := adminCall(ctx, *admin, http.MethodGet, fmt.Sprintf("/v1/brokers/%d", id))
+		next, err := adminCall(ctx, a, af.addr, http.MethodGet, fmt.Sprintf("/v1/brokers/%d", id))
 		if err != nil {
 			return err
 		}
@@ -81,7 +85,7 @@ func printProgress(e *env, p broker.BrokerProgress) {
 
 // adminCall sends method to path on the admin listener at addr and
 // decodes its BrokerProgress, or the error it answered.
-func adminCall(ctx context.Context, addr, method, path string) (broker.BrokerProgress, error) {
+func adminCall(ctx context.Context, a *adminClient, addr, method, path string) (broker.BrokerProgress, error) {
 	var p broker.BrokerProgress
-	return p, adminDo(ctx, addr, method, path, 15*time.Second, &p)
+	return p, a.do(ctx, addr, method, path, 15*time.Second, &p)
 }

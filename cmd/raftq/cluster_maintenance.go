@@ -19,7 +19,7 @@ import (
 // once N leads nothing.
 func clusterMaintenance(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "cluster maintenance", "NODE on|off")
-	admin := fs.String("admin", e.flagDefault(envAdmin, "127.0.0.1:9644"), "admin HTTP address of any node; $"+envAdmin+" sets the default")
+	af := bindAdminFlags(e, fs, "admin HTTP address of any node")
 	wait := fs.Bool("wait", false, "with on: wait until the node leads nothing")
 	timeout := fs.Duration("timeout", time.Minute, "how long --wait waits")
 	if err := parse(fs, args); err != nil {
@@ -29,7 +29,11 @@ func clusterMaintenance(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := putMaintenance(ctx, *admin, id, on)
+	a, err := af.client() // client_admin.go
+	if err != nil {
+		return err
+	}
+	res, err := putMaintenance(ctx, a, af.addr, id, on)
 	if err != nil {
 		return err
 	}
@@ -37,7 +41,7 @@ func clusterMaintenance(ctx context.Context, e *env, args []string) error {
 	if !on || !*wait {
 		return nil
 	}
-	return awaitDrained(ctx, e, *admin, id, *timeout)
+	return awaitDrained(ctx, e, a, af.addr, id, *timeout)
 }
 
 func maintenanceArgs(args []string) (uint64, bool, error) {
@@ -59,13 +63,13 @@ func maintenanceArgs(args []string) (uint64, bool, error) {
 
 // putMaintenance asks the node at admin to turn node id's maintenance on
 // (PUT) or off (DELETE).
-func putMaintenance(ctx context.Context, admin string, id uint64, on bool) (broker.MaintenanceResult, error) {
+func putMaintenance(ctx context.Context, a *adminClient, admin string, id uint64, on bool) (broker.MaintenanceResult, error) {
 	var res broker.MaintenanceResult
 	method := http.MethodDelete
 	if on {
 		method = http.MethodPut
 	}
-	if err := adminDo(ctx, admin, method, fmt.Sprintf("/v1/brokers/%d/maintenance", id), 15*time.Second, &res); err != nil {
+	if err := a.do(ctx, admin, method, fmt.Sprintf("/v1/brokers/%d/maintenance", id), 15*time.Second, &res); err != nil {
 		return res, fmt.Errorf("maintenance %s for node %d: %w", onOff(on), id, err)
 	}
 	return res, nil
@@ -80,13 +84,13 @@ func onOff(on bool) string {
 
 // awaitDrained polls node id's status until it leads nothing, printing
 // what it still leads each second, for at most timeout.
-func awaitDrained(ctx context.Context, e *env, admin string, id uint64, timeout time.Duration) error {
+func awaitDrained(ctx context.Context, e *env, a *adminClient, admin string, id uint64, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	lastSaid := time.Time{}
 	for {
-		s, err := nodeStatusVia(ctx, admin, id)
+		s, err := nodeStatusVia(ctx, a, admin, id)
 		if err == nil {
 			parts, meta := leaderships(&s)
 			if parts == 0 && !meta {
@@ -111,14 +115,14 @@ func awaitDrained(ctx context.Context, e *env, admin string, id uint64, timeout 
 
 // nodeStatusVia reads node id's status, finding its admin address in
 // the status of the node at admin.
-func nodeStatusVia(ctx context.Context, admin string, id uint64) (broker.Status, error) {
-	seed, err := fetchStatus(ctx, admin)
+func nodeStatusVia(ctx context.Context, a *adminClient, admin string, id uint64) (broker.Status, error) {
+	seed, err := a.status(ctx, admin)
 	if err != nil || seed.NodeID == id {
 		return seed, err
 	}
 	for _, b := range seed.Brokers {
 		if b.ID == id {
-			return fetchStatus(ctx, b.AdminAddr)
+			return a.status(ctx, b.AdminAddr)
 		}
 	}
 	return broker.Status{}, fmt.Errorf("node %d is not registered", id)

@@ -29,6 +29,7 @@ func (c *consoleFlags) hook(logger *slog.Logger) func(*broker.Node) http.Handler
 			return k, a
 		}
 		cfg.ReportsDir, cfg.Logger = c.reportsDir, logger.With("component", "console")
+		cfg.AdminTLS = n.AdminClientTLS()
 		con, err := console.New(cfg)
 		if err != nil { // the embedded templates did not parse: a bug
 			logger.Error("web console", "err", err)

@@ -14,6 +14,11 @@
 //
 // Run "raftq COMMAND --help" for a command's flags.
 //
+// raftq server --peer-tls-* requires mutual TLS between nodes and
+// --admin-tls-* serves the admin API over HTTPS (server_peer_tls.go); the
+// commands that call the admin API take the client side of the
+// --admin-tls-* flags, or $RAFTQ_ADMIN_TLS_* (client_admin.go).
+//
 // Ctrl-C or SIGTERM asks a command to wind up: a server node first hands
 // the leadership of its partitions and of the metadata group to other
 // replicas, for up to --shutdown-timeout (10 s; 0 skips it), then stops

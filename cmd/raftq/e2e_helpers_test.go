@@ -134,7 +134,7 @@ func nodeStatus(ctx context.Context, c *chaos.Cluster, id int) (broker.Status, e
 	if err != nil {
 		return s, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.AdminAddr()+"/v1/status", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL(n, "/v1/status"), nil)
 	if err != nil {
 		return s, err
 	}

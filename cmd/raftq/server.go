@@ -27,6 +27,7 @@ type serverFlags struct {
 	shutdownTimeout time.Duration
 	join            joinFlags      // server_join.go
 	listeners       *listenerFlags // server_listeners.go
+	nodeTLS         *nodeTLSFlags  // server_peer_tls.go
 }
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
@@ -76,6 +77,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	bindReplicationFlags(fs, c)
 	bindJoinFlags(fs, f)
 	f.listeners = bindListenerFlags(fs, c)
+	f.nodeTLS = bindNodeTLSFlags(fs, c)
 	f.brokerConfigs = bindBrokerConfigFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)
@@ -118,6 +120,11 @@ func (f *serverFlags) config(logger *slog.Logger) (broker.Config, error) {
 	}
 	if f.listeners != nil {
 		if err := f.listeners.apply(&c); err != nil {
+			return c, err
+		}
+	}
+	if f.nodeTLS != nil {
+		if err := f.nodeTLS.apply(&c); err != nil {
 			return c, err
 		}
 	}

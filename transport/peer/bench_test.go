@@ -2,6 +2,8 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"io"
 	"net"
 	"sync/atomic"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/raftq/raftq/internal/logging"
+	"github.com/raftq/raftq/internal/tlsfiles"
 	"github.com/raftq/raftq/raftgroup"
 )
 
@@ -62,14 +65,43 @@ func (r *benchReceiver) ReceiveSnapshot(uint64, raftgroup.Envelope, io.Reader) e
 
 func BenchmarkTransport(b *testing.B) {
 	for _, s := range benchShapes {
-		b.Run(s.name, func(b *testing.B) { benchTransport(b, s) })
+		b.Run(s.name, func(b *testing.B) { benchTransport(b, s, func(*Config) {}, func(*Config) {}) })
 	}
 }
 
-func benchTransport(b *testing.B, s benchShape) {
+// BenchmarkTransportTLS is BenchmarkTransport over mutual TLS
+// (tlsfiles.Store's configs: TLS 1.3, ECDSA P-256 certificates).
+func BenchmarkTransportTLS(b *testing.B) {
+	ca, err := tlsfiles.NewCA("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	edit := func(name string) func(*Config) {
+		f, err := ca.Issue(dir, name, tlsfiles.Leaf{Subject: pkix.Name{CommonName: name}, Hosts: []string{"127.0.0.1"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := tlsfiles.Load(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(c *Config) {
+			c.ServerTLS, c.ClientTLS = s.ServerConfig(tls.RequireAndVerifyClientCert), s.ClientConfig("")
+		}
+	}
+	e1, e2 := edit("node-1"), edit("node-2")
+	for _, s := range benchShapes {
+		b.Run(s.name, func(b *testing.B) { benchTransport(b, s, e1, e2) })
+	}
+}
+
+func benchTransport(b *testing.B, s benchShape, edit1, edit2 func(*Config)) {
 	recv := &benchReceiver{credit: make(chan struct{}, s.window), perBatch: int64(s.perBatch)}
-	n1 := startNode(b, 1, func(c *Config) { c.Logger = nil })
-	n2, err := New(testConfig(2, &logging.Buffer{}))
+	n1 := startNode(b, 1, func(c *Config) { c.Logger = nil; edit1(c) })
+	cfg2 := testConfig(2, &logging.Buffer{})
+	edit2(&cfg2)
+	n2, err := New(cfg2)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -97,6 +99,26 @@ type Config struct {
 	// the stream goes on.
 	MaxFetchBytes int
 
+	// ServerTLS and ClientTLS, set together or not at all, put every
+	// connection on the peer port under TLS (see the package
+	// documentation, TLS): accepted ones handshake as a TLS server with
+	// ServerTLS before the hello is read, dialled ones as a client with
+	// ClientTLS before it is written. For mutual TLS, ServerTLS requires
+	// and verifies client certificates (tls.RequireAndVerifyClientCert)
+	// and ClientTLS presents one; tlsfiles.Store's ServerConfig and
+	// ClientConfig("") do both and verify the chain only. A ClientTLS with
+	// neither ServerName nor InsecureSkipVerify verifies the dialled
+	// host name. Nil for both: plain TCP.
+	ServerTLS, ClientTLS *tls.Config
+	// CheckPeerCertificate, with TLS, judges the certificate a peer
+	// presented, whose chain TLS verified, against the node id it
+	// stands for: on an accepted stream the id its hello claims (a
+	// joiner's included), on a dialled one the id dialled. An error
+	// refuses the stream with ErrCertificate. It must be fast and safe
+	// for concurrent use. nil takes any certificate of the CA for any
+	// node.
+	CheckPeerCertificate func(node uint64, cert *x509.Certificate) error
+
 	// Logger receives the transport's logs; nil discards them.
 	Logger *slog.Logger
 	// Listen opens the listener; nil means net.Listen.
@@ -158,6 +180,9 @@ func (c Config) validateIdentity() error {
 	}
 	if c.ListenAddr == "" {
 		return fmt.Errorf("listen address is empty")
+	}
+	if (c.ServerTLS == nil) != (c.ClientTLS == nil) {
+		return fmt.Errorf("server and client TLS configs must be set together (server %t, client %t)", c.ServerTLS != nil, c.ClientTLS != nil)
 	}
 	return nil
 }

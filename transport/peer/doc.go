@@ -29,9 +29,57 @@
 // are a fourth, the only one open to a node that is not a peer: see Join
 // streams below.
 //
+// # TLS
+//
+// With Config.ServerTLS and ClientTLS (set together) every connection on
+// the peer port is TLS, whatever its stream kind: raft, snapshot, fetch
+// and join streams alike (JoinConfig.TLS for Join). The TLS handshake
+// comes first, bounded by HandshakeTimeout; the hello below is written
+// only once it is done, so cluster ids, node ids and incarnations travel
+// encrypted. Invariants, with tlsfiles.Store's configs (mutual TLS):
+//
+//   - An accepted connection whose client presents no certificate, one
+//     that does not chain to the CA bundle, or an expired one, is refused
+//     at the TLS handshake: its hello is never read, so none of the
+//     checks below run and nothing of the node's state is touched. The
+//     refusal is logged at ERROR with the remote address and crypto/tls's
+//     reason and counted in Stats.TLSRefusedInbound (not in
+//     RefusedInbound). A connection that closes before sending a byte is
+//     a silent probe, logged at DEBUG and not counted, as for plain TCP.
+//   - Garbage is such a refusal too. A raftq peer without TLS, whose
+//     plaintext hello arrives instead of a ClientHello, is refused the
+//     same way and also told in the clear, with ErrTLS, that this node
+//     requires TLS; a node without TLS that gets a ClientHello refuses
+//     it with ErrBadHandshake saying so. Each side's log names the fix.
+//   - A dialler verifies the acceptor's certificate the same way and
+//     drops it on failure. Under TLS 1.3 the acceptor judges the
+//     dialler's certificate after the dialler's handshake has returned,
+//     so a refused dialler learns it from the alert on its first read;
+//     both show as ErrTLS (and ErrCertificate for a certificate either
+//     side refused, which no retry changes) and count in
+//     Stats.TLSFailedOutbound.
+//   - TLS verifies the chain only, not names: peers dial addresses, often
+//     IPs, that certificates need not list. (A ClientTLS that sets
+//     neither ServerName nor InsecureSkipVerify gets the dialled host
+//     name checked, as tls.Dial.) Without Config.CheckPeerCertificate
+//     any certificate from the CA is any node's, so the CA must be the
+//     cluster's own, issuing node certificates only. With it, the
+//     certificate must also satisfy it for the node id it stands for:
+//     an accepted stream's hello's claim (checked right after the hello
+//     is read, before any other check, a join's too) and a dialled
+//     stream's target (checked before the hello is written); a failure
+//     is ErrCertificate, refused on the accepting side like any hello
+//     (RefusedInbound) and counted in TLSFailedOutbound on the dialling
+//     side.
+//   - The configs are read at every handshake, so a Store that reloads
+//     its files changes what the next connection presents and trusts;
+//     connections already open keep theirs.
+//   - Closing a TLS connection drops the TCP connection without writing
+//     close_notify first, so a paused peer never holds up Close.
+//
 // # Handshake
 //
-// Every connection opens with a hello from the dialler: magic "RQPR",
+// Every connection opens (after the TLS handshake, with TLS) with a hello from the dialler: magic "RQPR",
 // protocol version, stream kind (raft, snapshot, fetch or join), sender node id, intended
 // receiver node id, cluster id, incarnation. The acceptor answers with a
 // reply whose layout is fixed across versions: magic, version, status code,

@@ -29,6 +29,8 @@ var (
 	ErrFetchTooLarge   = errors.New("peer: fetch request or response larger than max fetch bytes")
 	ErrFetchAborted    = errors.New("peer: fetch stream ended before the response")
 	ErrNoJoinHandler   = errors.New("peer: node serves no join stream")
+	ErrTLS             = errors.New("peer: TLS handshake failed")
+	ErrCertificate     = errors.New("peer: certificate refused")
 )
 
 // refusal is the code a handshake reply carries. Its values are part of the
@@ -49,6 +51,8 @@ const (
 	refuseIncarnation
 	refuseNoFetch
 	refuseNoJoin
+	refuseTLS
+	refuseCertificate
 )
 
 var refusalErrs = map[refusal]error{
@@ -64,6 +68,8 @@ var refusalErrs = map[refusal]error{
 	refuseIncarnation: ErrIncarnation,
 	refuseNoFetch:     ErrNoFetchHandler,
 	refuseNoJoin:      ErrNoJoinHandler,
+	refuseTLS:         ErrTLS,
+	refuseCertificate: ErrCertificate,
 }
 
 // refusalOf picks the code that tells a refused peer why.

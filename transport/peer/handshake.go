@@ -96,6 +96,9 @@ func readHello(r io.Reader) (hello, error) {
 		return h, fmt.Errorf("%w: read hello: %w", ErrBadHandshake, err)
 	}
 	if string(b[:4]) != magic {
+		if looksLikeTLS(b[:3]) {
+			return h, fmt.Errorf("%w: the peer opened a TLS handshake, and this node's peer port has no TLS configured", ErrBadHandshake)
+		}
 		return h, fmt.Errorf("%w: magic %q is not a raftq peer's", ErrBadHandshake, b[:4])
 	}
 	if h.version = binary.BigEndian.Uint16(b[4:6]); h.version != protoVersion {
@@ -222,6 +225,12 @@ func checkIncarnation(check func(uint64, string) error, node uint64, incarnation
 		return fmt.Errorf("%w: %w", ErrIncarnation, err)
 	}
 	return nil
+}
+
+// looksLikeTLS tells whether a connection's first bytes are a TLS record
+// header of a handshake: type 22, major version 3.
+func looksLikeTLS(b []byte) bool {
+	return len(b) >= 2 && b[0] == 0x16 && b[1] == 0x03
 }
 
 // isSilentProbe tells a connection that closed before saying anything (a

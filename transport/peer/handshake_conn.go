@@ -34,9 +34,13 @@ func (t *Transport) acceptLoop(ln net.Listener) {
 
 // handleInbound handshakes an accepted connection and hands it to its peer
 // (raft stream) or serves it (snapshot stream).
-func (t *Transport) handleInbound(conn net.Conn) {
-	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
+func (t *Transport) handleInbound(raw net.Conn) {
+	stop := context.AfterFunc(t.ctx, func() { raw.Close() })
 	defer stop()
+	conn, ok := t.acceptTLS(raw) // tls.go
+	if !ok {
+		return
+	}
 	h, p, err := t.acceptHandshake(conn)
 	if err != nil {
 		t.refuse(conn, h, err)
@@ -65,6 +69,9 @@ func (t *Transport) acceptHandshake(conn net.Conn) (hello, *peer, error) {
 	}
 	h, err := readHello(conn)
 	if err != nil {
+		return h, nil, err
+	}
+	if err := t.checkCertificate(conn, h.from); err != nil { // tls.go
 		return h, nil, err
 	}
 	if h.stream == streamJoin {
@@ -195,20 +202,39 @@ func (t *Transport) dialStream(ctx context.Context, p *peer, stream byte) (net.C
 	addr := p.address()
 	dctx, cancel := context.WithTimeout(ctx, t.cfg.DialTimeout)
 	defer cancel()
-	conn, err := t.dial(dctx, "tcp", addr)
+	raw, err := t.dial(dctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial node %d: %w", p.id, err)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	defer stop()
+	conn, err := dialTLS(ctx, raw, t.cfg.ClientTLS, addr, t.cfg.HandshakeTimeout) // tls.go
+	if err == nil {
+		if err = t.checkCertificate(conn, p.id); err != nil {
+			conn.Close()
+		}
+	}
+	if err != nil {
+		t.stats.tlsFailedOutbound.Add(1)
+		return nil, fmt.Errorf("dial node %d: %w", p.id, err)
+	}
 	if err := t.dialHandshake(conn, p.id, stream); err != nil {
 		conn.Close()
-		if isRefusal(err) {
-			t.stats.refusedOutbound.Add(1)
-		}
-		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
+		t.countRefusedOutbound(err)
+		return nil, fmt.Errorf("handshake with %s: %w", addr, explainTLSRefusal(err))
 	}
 	return conn, nil
+}
+
+// countRefusedOutbound counts a failed hello/reply exchange that is a
+// refusal: at the TLS layer (the peer's alert) or in the reply.
+func (t *Transport) countRefusedOutbound(err error) {
+	switch {
+	case tlsRefusedUs(err) || errors.Is(err, ErrTLS):
+		t.stats.tlsFailedOutbound.Add(1)
+	case isRefusal(err):
+		t.stats.refusedOutbound.Add(1)
+	}
 }
 
 func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
@@ -232,7 +258,7 @@ func (t *Transport) dialHandshake(conn net.Conn, to uint64, stream byte) error {
 // isRefusal tells a handshake the two nodes disagree on (a configuration
 // problem) from a network failure.
 func isRefusal(err error) bool {
-	for _, sentinel := range []error{ErrClusterID, ErrIncarnation, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake, ErrNoFetchHandler} {
+	for _, sentinel := range []error{ErrClusterID, ErrIncarnation, ErrDuplicateID, ErrWrongNode, ErrUnknownPeer, ErrWrongDirection, ErrVersion, ErrBadHandshake, ErrNoFetchHandler, ErrTLS, ErrCertificate} {
 		if errors.Is(err, sentinel) {
 			return true
 		}

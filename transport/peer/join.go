@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -41,6 +42,10 @@ type JoinConfig struct {
 	Incarnation string
 	// Dial, if set, replaces net.Dialer.DialContext.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS, if set, is the client config the join stream handshakes
+	// with, as Config.ClientTLS: required by a member whose peer port
+	// has TLS.
+	TLS *tls.Config
 }
 
 // JoinAnswer is a member's answer to Join.
@@ -67,6 +72,9 @@ func Join(ctx context.Context, c JoinConfig, addr string, req []byte) (JoinAnswe
 	if err != nil {
 		return a, fmt.Errorf("dial %s: %w", addr, err)
 	}
+	if conn, err = dialTLS(ctx, conn, c.TLS, addr, DefaultConfig().HandshakeTimeout); err != nil { // tls.go
+		return a, fmt.Errorf("join %s: %w", addr, ctxErr(ctx, err))
+	}
 	defer conn.Close()
 	// Closing on ctx's end, rather than a deadline from it, makes every
 	// failure after it report ctx's error (ctxErr).
@@ -78,7 +86,7 @@ func Join(ctx context.Context, c JoinConfig, addr string, req []byte) (JoinAnswe
 	}
 	rp, err := readReply(conn)
 	if err != nil {
-		return a, fmt.Errorf("join %s: %w", addr, ctxErr(ctx, err))
+		return a, fmt.Errorf("join %s: %w", addr, ctxErr(ctx, explainTLSRefusal(err)))
 	}
 	if err := judgeJoinReply(rp, c.ClusterID); err != nil {
 		return a, fmt.Errorf("join %s: %w", addr, err)

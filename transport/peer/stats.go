@@ -27,6 +27,13 @@ type Stats struct {
 	RefusedInbound  uint64 // handshakes this node refused
 	RefusedOutbound uint64 // handshakes a peer refused
 	CorruptFrames   uint64 // raft and fetch streams closed for a corrupt or oversized frame
+	// TLSRefusedInbound counts accepted connections refused at the TLS
+	// handshake (no certificate, one that does not chain to the CA, not
+	// TLS at all), before any hello is read; not in RefusedInbound.
+	TLSRefusedInbound uint64
+	// TLSFailedOutbound counts dials whose TLS handshake failed or whose
+	// certificate the peer refused; not in RefusedOutbound.
+	TLSFailedOutbound uint64
 
 	SnapshotsSent         uint64 // acknowledged by the receiver
 	SnapshotsFailed       uint64 // outbound streams that ended in error
@@ -75,6 +82,7 @@ type counters struct {
 	dropped, messagesDropped                                    atomic.Uint64
 	connects, disconnects, dialErrors                           atomic.Uint64
 	refusedInbound, refusedOutbound, corruptFrames              atomic.Uint64
+	tlsRefusedInbound, tlsFailedOutbound                        atomic.Uint64
 	snapshotsSent, snapshotsFailed, snapshotsReceived           atomic.Uint64
 	snapshotsRejected, snapshotBytesSent, snapshotBytesReceived atomic.Uint64
 	fetchRequests, fetchErrors, fetchDials, fetchDialErrors     atomic.Uint64
@@ -99,7 +107,8 @@ func (t *Transport) Stats() Stats {
 		Dropped:       c.dropped.Load(), MessagesDropped: c.messagesDropped.Load(),
 		Connects: c.connects.Load(), Disconnects: c.disconnects.Load(), DialErrors: c.dialErrors.Load(),
 		RefusedInbound: c.refusedInbound.Load(), RefusedOutbound: c.refusedOutbound.Load(),
-		CorruptFrames: c.corruptFrames.Load(),
+		CorruptFrames:     c.corruptFrames.Load(),
+		TLSRefusedInbound: c.tlsRefusedInbound.Load(), TLSFailedOutbound: c.tlsFailedOutbound.Load(),
 		SnapshotsSent: c.snapshotsSent.Load(), SnapshotsFailed: c.snapshotsFailed.Load(),
 		SnapshotsReceived: c.snapshotsReceived.Load(), SnapshotsRejected: c.snapshotsRejected.Load(),
 		SnapshotBytesSent: c.snapshotBytesSent.Load(), SnapshotBytesReceived: c.snapshotBytesReceived.Load(),
