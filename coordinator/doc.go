@@ -15,6 +15,13 @@
 // from the shared design's badger store for group 0; consumer offsets (which
 // can be large) are another matter.
 //
+// Security state lives here too: SCRAM credentials (State.ScramUsers,
+// scram.go) and Kafka ACLs (State.ACLs, acl.go). CreateACLs adds bindings
+// all or none, each held once; DeleteACLs removes every binding any of
+// its filters matches and answers per filter what it matched. Every held
+// ACL passes auth.ACL.Check (state_check.go), and a refused command
+// changes nothing.
+//
 // Group 0 never chooses partition leaders in raft mode. A node that becomes
 // leader of a partition's raft group proposes a leadership hint, which
 // Metadata keeps per partition with the highest term seen; Kafka Metadata

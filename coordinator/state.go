@@ -3,6 +3,8 @@ package coordinator
 import (
 	"slices"
 	"sort"
+
+	"github.com/raftq/raftq/auth"
 )
 
 // MetadataGroup is the raft group id of the cluster metadata group.
@@ -256,6 +258,9 @@ type State struct {
 	// ScramUsers are the SASL/SCRAM users by name (scram.go). Replaced
 	// on write, never modified in place.
 	ScramUsers map[string]*ScramUser `json:"scram_users,omitempty"`
+	// ACLs are Kafka's ACL bindings, each once, in the order created
+	// (acl.go). Replaced on write, never modified in place.
+	ACLs []auth.ACL `json:"acls,omitempty"`
 }
 
 func newState() *State {
