@@ -31,6 +31,7 @@ type metrics struct {
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
 	saslAuths     *prometheus.CounterVec // SASL listeners (listeners.go)
+	denied        *prometheus.CounterVec // authorization refusals (authorize.go)
 	dash          *dashboard             // metrics_dashboard.go
 
 	cleanerRuns      prometheus.Counter // cleaner.go
@@ -81,8 +82,11 @@ func newMetrics() *metrics {
 	m.saslAuths = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftq_sasl_authentications_total", Help: "SASL authentications on this node's SASL listeners, by mechanism and outcome: ok or failed.",
 	}, []string{"mechanism", "outcome"})
+	m.denied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftq_authorization_denied_total", Help: "Requests or request entries the authorizer refused, by API and resource type.",
+	}, []string{"api", "resource_type"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
-		m.isrChanges, m.followerFetch, m.saslAuths,
+		m.isrChanges, m.followerFetch, m.saslAuths, m.denied,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dash = newDashboard(m.reg)
 	return m
