@@ -26,6 +26,8 @@ func (n *Node) aclsRefused(c *kafka.Conn, key int16, op kmsg.ACLOperation) (int1
 
 // serveCreateACLs stores the valid creations in one metadata command;
 // each invalid one is answered INVALID_REQUEST with the reason, as Kafka.
+// The proposal waits out a metadata election (as Kafka's broker waits on
+// its controller), since clients do not retry NOT_CONTROLLER per ACL.
 func (n *Node) serveCreateACLs(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.CreateACLsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
@@ -56,7 +58,7 @@ func (n *Node) serveCreateACLs(c *kafka.Conn, req *kafka.Request) kafka.Pending 
 	go func() {
 		ctx, cancel := context.WithTimeout(c.Context(), requestTimeout(0))
 		defer cancel()
-		res, err := n.ctl.Propose(ctx, &coordinator.Command{CreateACLs: &coordinator.CreateACLs{ACLs: acls}})
+		res, err := n.ctl.ProposeRetry(ctx, &coordinator.Command{CreateACLs: &coordinator.CreateACLs{ACLs: acls}})
 		code, msg := coordinator.KafkaError(firstErr(metaKafkaError(err), res.Err))
 		for _, i := range at {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
@@ -157,7 +159,7 @@ func (n *Node) serveDeleteACLs(c *kafka.Conn, req *kafka.Request) kafka.Pending 
 	go func() {
 		ctx, cancel := context.WithTimeout(c.Context(), requestTimeout(0))
 		defer cancel()
-		res, err := n.ctl.Propose(ctx, &coordinator.Command{DeleteACLs: &coordinator.DeleteACLs{Filters: filters}})
+		res, err := n.ctl.ProposeRetry(ctx, &coordinator.Command{DeleteACLs: &coordinator.DeleteACLs{Filters: filters}})
 		err = firstErr(metaKafkaError(err), res.Err)
 		for k, i := range at {
 			if err != nil {
