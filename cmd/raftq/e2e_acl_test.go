@@ -52,8 +52,8 @@ func aclE2ECluster(t *testing.T) (*chaos.Cluster, string) {
 
 // TestE2E_ACLs: on real processes with the authorizer on, `raftq acl`
 // lets alice produce to and consume topic a (group g); franz-go over
-// SCRAM-SHA-256 and sarama over PLAIN each produce and consume a, and
-// get TOPIC_AUTHORIZATION_FAILED for b; an anonymous client on the
+// SCRAM-SHA-256, sarama over PLAIN and kafkajs over SCRAM-SHA-256 each
+// produce and consume a, and get TOPIC_AUTHORIZATION_FAILED for b; an anonymous client on the
 // plaintext listener gets nothing; `raftq acl list` shows the ACLs and
 // `raftq acl remove` takes alice's WRITE away.
 func TestE2E_ACLs(t *testing.T) {
@@ -79,6 +79,7 @@ func TestE2E_ACLs(t *testing.T) {
 	defer cancel()
 	franzACLs(t, ctx, sasl)
 	saramaACLs(t, sasl)
+	t.Run("kafkajs", func(t *testing.T) { kafkajsACLs(t, sasl) })
 
 	anon, err := kgo.NewClient(kgo.SeedBrokers(seeds(c)...), kgo.DefaultProduceTopic("a"), kgo.RecordRetries(1), kgo.RetryTimeout(5*time.Second))
 	if err != nil {
@@ -137,6 +138,7 @@ func franzACLs(t *testing.T, ctx context.Context, sasl string) {
 	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
 		t.Errorf("franz-go commits in g: %v", err)
 	}
+	cons.Close() // leaves g, for kafkajs's member (another protocol)
 	other := franzClient(t, sasl, kgo.ConsumeTopics("b"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	fs = other.PollFetches(ctx)
 	var authzErr bool
@@ -193,5 +195,28 @@ func saramaACLs(t *testing.T, sasl string) {
 	}
 	if _, err := cons.ConsumePartition("b", 0, sarama.OffsetOldest); !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
 		t.Errorf("sarama consumes b: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// kafkajsACLs: kafkajs as alice over SCRAM-SHA-256 produces to a and
+// consumes it in group g, and is refused b.
+func kafkajsACLs(t *testing.T, sasl string) {
+	node, env := kafkajsEnv(t)
+	env = append(env, "RAFTQ_KAFKAJS_SASL=scram-sha-256:alice:alice-pw")
+	if out := runKafkajs(t, node, env, "produce", sasl, "a", "0", "kjs", "10"); out != "ack 0 2" {
+		t.Fatalf("kafkajs produce to a: %q, want ack 0 2", out)
+	}
+	// From g's committed offset, 1 (franz-go read "franz").
+	got := lines(runKafkajs(t, node, env, "consume", sasl, "g", "a", "3"))
+	if len(got) < 3 || got[0] != "0 1 sarama" || got[1] != "0 2 kjs-0" {
+		t.Errorf("kafkajs consumed %q, want 0 1 sarama, 0 2 kjs-0, ...", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p := startKafkajs(ctx, t, node, env, "produce", sasl, "b", "0", "kjs", "1")
+	for range p.lines {
+	}
+	if err := p.wait(); err == nil || !strings.Contains(p.stderr.String(), "Not authorized to access topics") {
+		t.Errorf("kafkajs produce to b: %v, stderr:\n%s", err, p.stderr.String())
 	}
 }
