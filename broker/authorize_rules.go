@@ -54,7 +54,7 @@ var authzRules = map[int16]authzRule{
 	kmsg.ElectLeaders.Int16():                 {whole: clusterWhole(kmsg.ACLOperationAlter)},
 	kmsg.WriteTxnMarkers.Int16():              {whole: clusterWhole(kmsg.ACLOperationClusterAction)},
 	kmsg.DescribeUserSCRAMCredentials.Int16(): {whole: clusterWhole(kmsg.ACLOperationDescribe)},
-	kmsg.AlterUserSCRAMCredentials.Int16():    {whole: clusterWhole(kmsg.ACLOperationAlter)},
+	kmsg.AlterUserSCRAMCredentials.Int16():    {inHandler: true}, // scram_users.go: per user
 	kmsg.CreateACLs.Int16():                   {inHandler: true}, // acls.go: SECURITY_DISABLED first
 	kmsg.DescribeACLs.Int16():                 {inHandler: true},
 	kmsg.DeleteACLs.Int16():                   {inHandler: true},
@@ -76,7 +76,7 @@ var authzRules = map[int16]authzRule{
 	kmsg.AddPartitionsToTxn.Int16():   {whole: addPartitionsWhole, lists: topicLists, item: topicItem(kmsg.ACLOperationWrite)},
 	kmsg.AddOffsetsToTxn.Int16():      {whole: all(txnIDWhole(kmsg.ACLOperationWrite), groupWhole(kmsg.ACLOperationRead))},
 	kmsg.EndTxn.Int16():               {whole: txnIDWhole(kmsg.ACLOperationWrite)},
-	kmsg.DescribeTransactions.Int16(): {lists: []string{"TransactionalIDs"}, item: txnIDItem(kmsg.ACLOperationDescribe)},
+	kmsg.DescribeTransactions.Int16(): {inHandler: true}, // txn_describe.go: per id
 	kmsg.ListTransactions.Int16():     {after: hideTransactions},
 }
 
@@ -129,12 +129,13 @@ func (n *Node) serveAuthorized(r authzRule, key int16, fn kafka.ServeFunc, c *ka
 }
 
 // refuseWhole answers req with code everywhere its response can carry
-// it; a request whose response has no place for it (none served here)
-// closes the connection, as Kafka does.
+// it. A response with no place for it (DescribeLogDirs before v3, an
+// ElectLeaders v0 of every partition) is answered empty, as Kafka
+// answers an unauthorized DescribeLogDirs.
 func refuseWhole(req kmsg.Request, code *kerr.Error) kafka.Pending {
 	resp, ok := kafka.ErrorResponse(req, code.Code)
 	if !ok {
-		return kafka.Fail(code)
+		resp = req.ResponseKind()
 	}
 	return kafka.Ready(noResponseIfAcks0(req, resp))
 }
@@ -239,15 +240,6 @@ func groupItem(op kmsg.ACLOperation) itemJudge {
 			return nil
 		}
 		return kerr.GroupAuthorizationFailed
-	}
-}
-
-func txnIDItem(op kmsg.ACLOperation) itemJudge {
-	return func(n *Node, c *kafka.Conn, key int16, _ kmsg.Request, it reflect.Value) *kerr.Error {
-		if n.allowed(c, key, op, kmsg.ACLResourceTypeTransactionalId, itemName(n, it)) {
-			return nil
-		}
-		return kerr.TransactionalIDAuthorizationFailed
 	}
 }
 
