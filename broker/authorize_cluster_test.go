@@ -198,6 +198,7 @@ func TestAuthorizer_AliceMayUseTopicA(t *testing.T) {
 		t.Errorf("alice commits in h: %v, want GROUP_AUTHORIZATION_FAILED", err)
 	}
 
+	checkListGroupsHides(t, ctx, admin, aliceAdm)
 	checkAliceTransactions(t, ctx, ac)
 
 	if res, _ := aliceAdm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("b").Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral)); len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
@@ -407,5 +408,29 @@ func TestAuthorizer_InterBrokerClusterAction(t *testing.T) {
 	d := kmsg.NewPtrDescribeACLsRequest()
 	if got := rawKafka(t, off.cfgs[1].KafkaAddr, d).(*kmsg.DescribeACLsResponse).ErrorCode; got != kerr.SecurityDisabled.Code {
 		t.Errorf("describe acls without authorizer: %v", kerr.ErrorForCode(got))
+	}
+}
+
+// checkListGroupsHides: alice lists g, not the group admin made, which
+// admin (a super user) sees too.
+func checkListGroupsHides(t *testing.T, ctx context.Context, admin, alice *kadm.Client) {
+	t.Helper()
+	res, err := admin.CommitOffsets(ctx, "secret", kadm.OffsetsFromRecords(kgo.Record{Topic: "b", Partition: 0, Offset: 0}))
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("admin commits in secret: %v", err)
+	}
+	groups := func(adm *kadm.Client) []string {
+		ls, err := adm.ListGroups(ctx)
+		if err != nil {
+			t.Fatalf("list groups: %v", err)
+		}
+		return ls.Groups()
+	}
+	eventually(t, "admin lists g and secret", func() bool { return len(groups(admin)) == 2 })
+	if got := groups(alice); len(got) != 1 || got[0] != "g" {
+		t.Errorf("alice lists groups %v, want [g]", got)
 	}
 }

@@ -46,19 +46,14 @@ func offsetFetchTopics(n *Node, c *kafka.Conn, key int16, req kmsg.Request, resp
 func (n *Node) offsetFetchVisible(c *kafka.Conn, key int16, named bool, ts []kmsg.OffsetFetchResponseTopic) []kmsg.OffsetFetchResponseTopic {
 	kept := ts[:0]
 	for _, t := range ts {
-		if !named {
-			if n.allowedQuiet(c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
-				kept = append(kept, t)
-			}
-			continue
-		}
-		if !n.allowed(c, key, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
+		if n.offsetFetchTopic(c, key, named, t.Topic, func() {
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
 				p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
 			}
+		}) {
+			kept = append(kept, t)
 		}
-		kept = append(kept, t)
 	}
 	return kept
 }
@@ -66,21 +61,30 @@ func (n *Node) offsetFetchVisible(c *kafka.Conn, key int16, named bool, ts []kms
 func offsetFetchGroupVisible(n *Node, c *kafka.Conn, key int16, named bool, ts []kmsg.OffsetFetchResponseGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
 	kept := ts[:0]
 	for _, t := range ts {
-		if !named {
-			if n.allowedQuiet(c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
-				kept = append(kept, t)
-			}
-			continue
-		}
-		if !n.allowed(c, key, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic) {
+		if n.offsetFetchTopic(c, key, named, t.Topic, func() {
 			for j := range t.Partitions {
 				p := &t.Partitions[j]
 				p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
 			}
+		}) {
+			kept = append(kept, t)
 		}
-		kept = append(kept, t)
 	}
 	return kept
+}
+
+// offsetFetchTopic reports whether an OffsetFetch answer keeps topic: a
+// topic of an all-topics fetch only if it may be described (unaudited);
+// a named one always, refused (refuse sets its partitions' error) unless
+// it may be described.
+func (n *Node) offsetFetchTopic(c *kafka.Conn, key int16, named bool, topic string, refuse func()) bool {
+	if !named {
+		return n.allowedQuiet(c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+	}
+	if !n.allowed(c, key, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic) {
+		refuse()
+	}
+	return true
 }
 
 // hideGroups leaves out of ListGroups the groups the principal may not

@@ -18,13 +18,14 @@ type metadataGate struct {
 	n      *Node
 	c      *kafka.Conn
 	denied map[string]bool
+	byID   map[string]bool // denied topics the request named by id alone
 }
 
 func (n *Node) metadataGate(c *kafka.Conn, r *kmsg.MetadataRequest) *metadataGate {
 	if !n.cfg.Authorizer {
 		return nil
 	}
-	g := &metadataGate{n: n, c: c, denied: map[string]bool{}}
+	g := &metadataGate{n: n, c: c, denied: map[string]bool{}, byID: map[string]bool{}}
 	st := n.meta.View()
 	create := n.cfg.AutoCreateTopics && allowsAutoCreate(r)
 	for _, rt := range r.Topics {
@@ -40,7 +41,7 @@ func (n *Node) metadataGate(c *kafka.Conn, r *kmsg.MetadataRequest) *metadataGat
 			continue // an unknown id: UNKNOWN_TOPIC_ID as before
 		}
 		if !n.allowed(c, r.Key(), kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name) {
-			g.denied[name] = true
+			g.denied[name], g.byID[name] = true, rt.Topic == nil || *rt.Topic == ""
 			continue
 		}
 		if t == nil && create && !n.allowedQuiet(c, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, clusterResource) &&
@@ -81,8 +82,13 @@ func (g *metadataGate) apply(r *kmsg.MetadataRequest, resp *kmsg.MetadataRespons
 		case all && !g.n.allowedQuiet(g.c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, name):
 			continue
 		case g.denied[name]:
+			// The answer names the topic as the request did: an id
+			// does not learn its name.
 			d := kmsg.NewMetadataResponseTopic()
 			d.Topic, d.ErrorCode = t.Topic, kerr.TopicAuthorizationFailed.Code
+			if g.byID[name] {
+				d.Topic, d.TopicID = nil, t.TopicID
+			}
 			t = d
 		}
 		kept = append(kept, t)
