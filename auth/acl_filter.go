@@ -11,13 +11,13 @@ import (
 // MATCH selects every ACL that would apply to the named resource
 // (literal name, literal "*", prefixes of the name).
 type ACLFilter struct {
-	ResourceType kmsg.ACLResourceType
-	ResourceName *string
-	PatternType  kmsg.ACLResourcePatternType
-	Principal    *string
-	Host         *string
-	Operation    kmsg.ACLOperation
-	Permission   kmsg.ACLPermissionType
+	ResourceType kmsg.ACLResourceType        `json:"resource_type"`
+	ResourceName *string                     `json:"resource_name,omitempty"`
+	PatternType  kmsg.ACLResourcePatternType `json:"pattern_type"`
+	Principal    *string                     `json:"principal,omitempty"`
+	Host         *string                     `json:"host,omitempty"`
+	Operation    kmsg.ACLOperation           `json:"operation"`
+	Permission   kmsg.ACLPermissionType      `json:"permission"`
 }
 
 // Check refuses a filter with an UNKNOWN (or out of range) field, as

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,5 +81,37 @@ func TestACLs_CreateDelete(t *testing.T) {
 	r = applyChecked(t, m, &Command{DeleteACLs: &DeleteACLs{Filters: []auth.ACLFilter{anyACLFilter()}}})
 	if len(r.ACLs[0]) != 1 || m.View().ACLs != nil {
 		t.Fatalf("delete all: matched %v, left %v", r.ACLs, m.View().ACLs)
+	}
+}
+
+// TestACLs_JSON: ACL commands are logged with Kafka's names for the
+// enums, and decode back to the same command.
+func TestACLs_JSON(t *testing.T) {
+	name := "t"
+	cmd := &Command{CreateACLs: &CreateACLs{ACLs: []auth.ACL{topicACL("t", kmsg.ACLResourcePatternTypePrefixed, "User:alice", kmsg.ACLOperationDescribeConfigs)}}}
+	f := anyACLFilter()
+	f.ResourceName = &name
+	del := &Command{DeleteACLs: &DeleteACLs{Filters: []auth.ACLFilter{f}}}
+	for _, c := range []*Command{cmd, del} {
+		b, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"resource_type":"`, `"pattern_type":"`} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s lacks %s", b, want)
+			}
+		}
+		back, err := DecodeCommand(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := back.Encode(); string(again) != string(b) {
+			t.Errorf("round trip: %s, want %s", again, b)
+		}
+	}
+	b, _ := cmd.Encode()
+	if want := `"pattern_type":"PREFIXED","principal":"User:alice","host":"*","operation":"DESCRIBE_CONFIGS"`; !strings.Contains(string(b), want) {
+		t.Errorf("%s lacks %s", b, want)
 	}
 }
