@@ -111,15 +111,10 @@ func (a ACL) matchesResource(typ kmsg.ACLResourceType, name string) bool {
 	return a.ResourceName == name || a.ResourceName == Wildcard
 }
 
-// matchesWho: does a's entry name principal (or every principal of its
-// type, "User:*") from host (or every host)?
+// matchesWho: does a's entry name principal (or every principal:
+// User:*, whatever the principal's type, as Kafka's StandardAuthorizer)
+// from host (or every host)?
 func (a ACL) matchesWho(principal, host string) bool {
-	return (a.Principal == principal || a.Principal == wildcardOf(principal)) &&
+	return (a.Principal == principal || a.Principal == WildcardPrincipal) &&
 		(a.Host == host || a.Host == Wildcard)
-}
-
-// wildcardOf is the principal "Type:*" of principal's type.
-func wildcardOf(principal string) string {
-	typ, _, _ := strings.Cut(principal, ":")
-	return typ + ":" + Wildcard
 }

@@ -49,8 +49,8 @@
 //     resource no ACL covers is decided by AllowEveryoneIfNoACLFound; a
 //     matching DENY beats any ALLOW; ALLOW READ, WRITE, DELETE and ALTER
 //     imply DESCRIBE, ALLOW ALTER_CONFIGS implies DESCRIBE_CONFIGS, and a
-//     DENY implies nothing. "Type:*" matches every principal of the type,
-//     host "*" every host, LITERAL "*" every name of the resource type.
+//     DENY implies nothing. "User:*" matches every principal (of any
+//     type, as Kafka's), host "*" every host, LITERAL "*" every name of the resource type.
 //   - An ACL that ACL.Check refuses is never stored; the resource types
 //     are TOPIC, GROUP, CLUSTER (named kafka-cluster) and TRANSACTIONAL_ID.
 package auth
