@@ -81,21 +81,22 @@ func allows(granted, op kmsg.ACLOperation) bool {
 }
 
 // AllowedAny reports whether a is allowed on at least one resource of
-// its type: a super user, an ALLOW for the principal on any resource of
-// the type not cancelled by a DENY on the same pattern, or no ACL on the
-// type when AllowEveryoneIfNoACLFound. It is Kafka's
-// authorizeByResourceType, used for the idempotent producer's WRITE on
-// "any topic".
+// its type: a super user, an ALLOW for the principal on a pattern of the
+// type that no DENY covers whole, or AllowEveryoneIfNoACLFound and some
+// name no ACL covers. It is Kafka's authorizeByResourceType, used for
+// the idempotent producer's WRITE on "any topic".
 func (z *Authorizer) AllowedAny(acls []ACL, a Action) bool {
-	if slices.Contains(z.SuperUsers, a.Principal) {
+	// As Kafka, a name no one would pick first: a super user, an ALLOW
+	// on "*" or, with AllowEveryoneIfNoACLFound, a name no ACL covers.
+	probe := a
+	probe.ResourceName = "hardcode"
+	if z.Authorize(acls, probe) {
 		return true
 	}
-	covered := false
 	for _, acl := range acls {
 		if acl.ResourceType != a.ResourceType {
 			continue
 		}
-		covered = true
 		if acl.Permission != kmsg.ACLPermissionTypeAllow || !acl.matchesWho(a.Principal, a.Host) || !allows(acl.Operation, a.Operation) {
 			continue
 		}
@@ -105,7 +106,7 @@ func (z *Authorizer) AllowedAny(acls []ACL, a Action) bool {
 			return true
 		}
 	}
-	return !covered && z.AllowEveryoneIfNoACLFound
+	return false
 }
 
 // sampleName is a resource name a's pattern covers and no other pattern

@@ -162,6 +162,16 @@ func TestAuthorizer_AllowedAny(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	everyone := &Authorizer{AllowEveryoneIfNoACLFound: true}
+	if !everyone.AllowedAny([]ACL{acl(topic, "a", literal, allow, "User:bob", "*", opWrite)}, a) {
+		t.Error("allow everyone: acls on a alone leave other topics open")
+	}
+	if everyone.AllowedAny([]ACL{acl(topic, "*", literal, deny, alice, "*", opWrite)}, a) {
+		t.Error("allow everyone: a wildcard deny was passed")
+	}
+	if !(&Authorizer{SuperUsers: []string{alice}}).AllowedAny(nil, a) {
+		t.Error("a super user was refused")
+	}
 }
 
 // TestACL_Check: what Kafka refuses to store is refused with
