@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -199,6 +200,7 @@ func TestAuthorizer_AliceMayUseTopicA(t *testing.T) {
 	}
 
 	checkListGroupsHides(t, ctx, admin, aliceAdm)
+	checkAuthorizedOps(t, ctx, alice, aliceAdm)
 	checkAliceTransactions(t, ctx, ac)
 
 	if res, _ := aliceAdm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("b").Operations(kadm.OpAll).ResourcePatternType(kadm.ACLPatternLiteral)); len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
@@ -409,6 +411,12 @@ func TestAuthorizer_InterBrokerClusterAction(t *testing.T) {
 	if got := rawKafka(t, off.cfgs[1].KafkaAddr, d).(*kmsg.DescribeACLsResponse).ErrorCode; got != kerr.SecurityDisabled.Code {
 		t.Errorf("describe acls without authorizer: %v", kerr.ErrorForCode(got))
 	}
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.IncludeClusterAuthorizedOperations = true
+	ops := kadm.DecodeACLOperations(rawKafka(t, off.cfgs[1].KafkaAddr, dc).(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations)
+	if len(ops) != len(supportedOps[kmsg.ACLResourceTypeCluster]) {
+		t.Errorf("cluster operations without authorizer: %v, want all supported", ops)
+	}
 }
 
 // checkListGroupsHides: alice lists g, not the group admin made, which
@@ -432,5 +440,30 @@ func checkListGroupsHides(t *testing.T, ctx context.Context, admin, alice *kadm.
 	eventually(t, "admin lists g and secret", func() bool { return len(groups(admin)) == 2 })
 	if got := groups(alice); len(got) != 1 || got[0] != "g" {
 		t.Errorf("alice lists groups %v, want [g]", got)
+	}
+}
+
+// checkAuthorizedOps: KIP-430's fields answer what alice may do: READ
+// and DESCRIBE on group g, READ, WRITE and DESCRIBE on topic a.
+func checkAuthorizedOps(t *testing.T, ctx context.Context, alice *kgo.Client, aliceAdm *kadm.Client) {
+	t.Helper()
+	dg, err := aliceAdm.DescribeGroups(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dg["g"].AuthorizedOperations; !slices.Equal(got, []kadm.ACLOperation{kadm.OpRead, kadm.OpDescribe}) {
+		t.Errorf("alice's operations on g: %v", got)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("a")
+	req.Topics, req.IncludeTopicAuthorizedOperations = []kmsg.MetadataRequestTopic{rt}, true
+	resp, err := alice.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := kadm.DecodeACLOperations(resp.(*kmsg.MetadataResponse).Topics[0].AuthorizedOperations)
+	if want := []kadm.ACLOperation{kadm.OpRead, kadm.OpWrite, kadm.OpDescribe}; !slices.Equal(got, want) {
+		t.Errorf("alice's operations on a: %v, want %v", got, want)
 	}
 }

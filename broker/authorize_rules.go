@@ -15,13 +15,16 @@ import (
 // non-empty request list named in lists, refused entries being answered
 // with their code and removed before the handler sees the request;
 // after edits the handler's response (hiding what a list-all request may
-// not see). inHandler marks an API whose handler authorizes itself (the
-// file is named in the table); open one that needs nothing.
+// not see); ops fills KIP-430's authorized operations, and runs with the
+// authorizer off too (answering every supported operation). inHandler
+// marks an API whose handler authorizes itself (the file is named in the
+// table); open one that needs nothing.
 type authzRule struct {
 	whole     func(n *Node, c *kafka.Conn, key int16, req kmsg.Request) *kerr.Error
 	lists     []string
 	item      itemJudge
 	after     func(n *Node, c *kafka.Conn, key int16, req kmsg.Request, resp kmsg.Response)
+	ops       func(n *Node, c *kafka.Conn, key int16, req kmsg.Request, resp kmsg.Response)
 	inHandler bool
 	open      bool
 }
@@ -47,7 +50,7 @@ var authzRules = map[int16]authzRule{
 	kmsg.AlterConfigs.Int16():            {lists: resourceLists, item: configItem(kmsg.ACLOperationAlterConfigs)},
 	kmsg.IncrementalAlterConfigs.Int16(): {lists: resourceLists, item: configItem(kmsg.ACLOperationAlterConfigs)},
 
-	kmsg.DescribeCluster.Int16():              {whole: clusterWhole(kmsg.ACLOperationDescribe)},
+	kmsg.DescribeCluster.Int16():              {whole: clusterWhole(kmsg.ACLOperationDescribe), ops: describeClusterOps},
 	kmsg.DescribeLogDirs.Int16():              {whole: clusterWhole(kmsg.ACLOperationDescribe)},
 	kmsg.AlterPartitionAssignments.Int16():    {whole: clusterWhole(kmsg.ACLOperationAlter)},
 	kmsg.ListPartitionReassignments.Int16():   {whole: clusterWhole(kmsg.ACLOperationDescribe)},
@@ -69,7 +72,7 @@ var authzRules = map[int16]authzRule{
 	kmsg.OffsetDelete.Int16():    {whole: groupWhole(kmsg.ACLOperationDelete), lists: topicLists, item: topicItem(kmsg.ACLOperationRead)},
 	kmsg.TxnOffsetCommit.Int16(): {whole: all(txnIDWhole(kmsg.ACLOperationWrite), groupWhole(kmsg.ACLOperationRead)), lists: topicLists, item: topicItem(kmsg.ACLOperationRead)},
 	kmsg.ListGroups.Int16():      {after: hideGroups},
-	kmsg.DescribeGroups.Int16():  {lists: []string{"Groups"}, item: groupItem(kmsg.ACLOperationDescribe)},
+	kmsg.DescribeGroups.Int16():  {lists: []string{"Groups"}, item: groupItem(kmsg.ACLOperationDescribe), ops: describeGroupsOps},
 	kmsg.DeleteGroups.Int16():    {lists: []string{"Groups"}, item: groupItem(kmsg.ACLOperationDelete)},
 
 	kmsg.InitProducerID.Int16():       {whole: initProducerIDWhole},
@@ -88,12 +91,15 @@ var (
 // authorized wraps fn in key's rule; with the authorizer off it is fn.
 func (n *Node) authorized(key int16, fn kafka.ServeFunc) kafka.ServeFunc {
 	r, ok := authzRules[key]
-	if !ok || r.open || r.inHandler {
+	if !ok || r.open || (r.inHandler && r.ops == nil) {
 		return fn // TestAuthzRules_EveryRoute holds every key to a rule
 	}
 	return func(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 		if !n.cfg.Authorizer {
-			return fn(c, req)
+			if r.ops == nil {
+				return fn(c, req)
+			}
+			return &authzPending{p: fn(c, req), after: func(resp kmsg.Response) { r.ops(n, c, key, req.Body, resp) }}
 		}
 		return n.serveAuthorized(r, key, fn, c, req)
 	}
@@ -118,12 +124,15 @@ func (n *Node) serveAuthorized(r authzRule, key int16, fn kafka.ServeFunc, c *ka
 		}
 	}
 	p := fn(c, req)
-	if len(denied) == 0 && r.after == nil {
+	if len(denied) == 0 && r.after == nil && r.ops == nil {
 		return p
 	}
 	return &authzPending{p: p, denied: denied, after: func(resp kmsg.Response) {
 		if r.after != nil {
 			r.after(n, c, key, req.Body, resp)
+		}
+		if r.ops != nil {
+			r.ops(n, c, key, req.Body, resp)
 		}
 	}}
 }

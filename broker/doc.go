@@ -158,7 +158,10 @@
 // or entry the client named is logged once at Info with component=audit
 // (principal, host, API, resource type and name, operation) and counted
 // in raftq_authorization_denied_total{api,resource_type}; what a
-// list-all request merely does not see is neither.
+// list-all request merely does not see is neither. KIP-430's authorized
+// operations (Metadata, DescribeGroups, DescribeCluster) answer what the
+// principal may do among Kafka's supported operations of the resource
+// type, every one with the authorizer off, as Kafka.
 //
 // Nodes send each other WriteTxnMarkers and KIP-890 verifications over
 // the PLAINTEXT main listener, as User:ANONYMOUS; as in Kafka, that

@@ -27,11 +27,11 @@ func (n *Node) serveMetadata(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 		f := kafka.NewFuture()
 		go func() {
 			n.autoCreate(g.creatable(missingTopics(n.meta.View(), r)))
-			f.Complete(g.apply(r, n.metadataResponse(r, c.Listener())), nil)
+			f.Complete(n.fillMetadataOps(c, r, g.apply(r, n.metadataResponse(r, c.Listener()))), nil)
 		}()
 		return f
 	}
-	return kafka.Ready(g.apply(r, n.metadataResponse(r, c.Listener())))
+	return kafka.Ready(n.fillMetadataOps(c, r, g.apply(r, n.metadataResponse(r, c.Listener())))) // authorize_ops.go
 }
 
 func (n *Node) metadataResponse(r *kmsg.MetadataRequest, listener string) *kmsg.MetadataResponse {
