@@ -252,6 +252,7 @@ func TestAuthorizer_AliceMayUseTopicA(t *testing.T) {
 		r := resp.(*kmsg.FetchResponse)
 		return len(r.Topics) == 1 && r.Topics[0].Partitions[0].ErrorCode == kerr.TopicAuthorizationFailed.Code
 	})
+	checkCreateWithoutDescribeConfigs(t, ctx, ac, admin, alice)
 }
 
 func auditLines(s string) string {
@@ -465,5 +466,32 @@ func checkAuthorizedOps(t *testing.T, ctx context.Context, alice *kgo.Client, al
 	got := kadm.DecodeACLOperations(resp.(*kmsg.MetadataResponse).Topics[0].AuthorizedOperations)
 	if want := []kadm.ACLOperation{kadm.OpRead, kadm.OpWrite, kadm.OpDescribe}; !slices.Equal(got, want) {
 		t.Errorf("alice's operations on a: %v, want %v", got, want)
+	}
+}
+
+// checkCreateWithoutDescribeConfigs: with CREATE on topic c alone, alice
+// creates it but is not shown its configs.
+func checkCreateWithoutDescribeConfigs(t *testing.T, ctx context.Context, ac *aclCluster, admin *kadm.Client, alice *kgo.Client) {
+	t.Helper()
+	res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("c").Operations(kadm.OpCreate).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("allow alice to create c: %v %+v", err, res)
+	}
+	eventually(t, "every node lets alice create c", func() bool {
+		for _, n := range ac.nodes {
+			if len(n.meta.View().ACLs) != 7 {
+				return false
+			}
+		}
+		return true
+	})
+	resp, err := alice.Request(ctx, createTopicReq("c", 1, 3, false, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := resp.(*kmsg.CreateTopicsResponse).Topics[0]
+	if ct.ErrorCode != 0 || ct.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(ct.Configs) > 0 {
+		t.Errorf("alice creates c: %v, config error %v, %d configs; want created, TOPIC_AUTHORIZATION_FAILED for its configs",
+			kerr.ErrorForCode(ct.ErrorCode), kerr.ErrorForCode(ct.ConfigErrorCode), len(ct.Configs))
 	}
 }

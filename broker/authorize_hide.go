@@ -115,3 +115,16 @@ func hideTransactions(n *Node, c *kafka.Conn, _ int16, _ kmsg.Request, resp kmsg
 	}
 	r.TransactionStates = kept
 }
+
+// createTopicsConfigs withholds a created topic's configs (v5+) from a
+// principal that may not DESCRIBE_CONFIGS it, as Kafka: ConfigErrorCode
+// says why.
+func createTopicsConfigs(n *Node, c *kafka.Conn, _ int16, _ kmsg.Request, resp kmsg.Response) {
+	r := resp.(*kmsg.CreateTopicsResponse)
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		if t.ErrorCode == 0 && len(t.Configs) > 0 && !n.allowedQuiet(c, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, t.Topic) {
+			t.Configs, t.ConfigErrorCode = nil, kerr.TopicAuthorizationFailed.Code
+		}
+	}
+}

@@ -43,7 +43,7 @@ var authzRules = map[int16]authzRule{
 	kmsg.DescribeProducers.Int16():       {lists: topicLists, item: topicItem(kmsg.ACLOperationRead)},
 	kmsg.DescribeTopicPartitions.Int16(): {lists: topicLists, item: topicItem(kmsg.ACLOperationDescribe), after: hideTopics},
 
-	kmsg.CreateTopics.Int16():            {lists: topicLists, item: createTopicItem},
+	kmsg.CreateTopics.Int16():            {lists: topicLists, item: createTopicItem, after: createTopicsConfigs},
 	kmsg.DeleteTopics.Int16():            {lists: topicLists, item: topicItem(kmsg.ACLOperationDelete)},
 	kmsg.CreatePartitions.Int16():        {lists: topicLists, item: topicItem(kmsg.ACLOperationAlter)},
 	kmsg.DescribeConfigs.Int16():         {lists: resourceLists, item: configItem(kmsg.ACLOperationDescribeConfigs)},
