@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,6 +25,16 @@ func (n *Node) aclsRefused(c *kafka.Conn, key int16, op kmsg.ACLOperation) (int1
 	return 0, nil
 }
 
+// aclsUnsupported refuses to propose an ACL change while a registered
+// broker's binary would not apply it (coordinator/doc.go, "Versions"):
+// its metadata would diverge.
+func (n *Node) aclsUnsupported() (int16, *string) {
+	if id, ok := n.brokerWithout(func(b *coordinator.Broker) bool { return b.ACLs }); ok {
+		return kerr.UnsupportedVersion.Code, kmsg.StringPtr(fmt.Sprintf("broker %d runs a version without ACLs; its metadata would diverge", id))
+	}
+	return 0, nil
+}
+
 // serveCreateACLs stores the valid creations in one metadata command;
 // each invalid one is answered INVALID_REQUEST with the reason, as Kafka.
 // The proposal waits out a metadata election (as Kafka's broker waits on
@@ -35,7 +46,11 @@ func (n *Node) serveCreateACLs(c *kafka.Conn, req *kafka.Request) kafka.Pending 
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 	}
-	if code, msg := n.aclsRefused(c, r.Key(), kmsg.ACLOperationAlter); code != 0 {
+	code, msg := n.aclsRefused(c, r.Key(), kmsg.ACLOperationAlter)
+	if code == 0 {
+		code, msg = n.aclsUnsupported()
+	}
+	if code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
 		}
@@ -136,7 +151,11 @@ func (n *Node) serveDeleteACLs(c *kafka.Conn, req *kafka.Request) kafka.Pending 
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
 	}
-	if code, msg := n.aclsRefused(c, r.Key(), kmsg.ACLOperationAlter); code != 0 {
+	code, msg := n.aclsRefused(c, r.Key(), kmsg.ACLOperationAlter)
+	if code == 0 {
+		code, msg = n.aclsUnsupported()
+	}
+	if code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
 		}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/raftq/raftq/coordinator"
 )
 
 // TestACLAPIs_BadInput: a super user's malformed creations and filters
@@ -76,5 +78,20 @@ func TestACLAPIs_BadInput(t *testing.T) {
 	}
 	if got := ac.nodes[1].meta.View().ACLs; len(got) != 0 {
 		t.Errorf("%d acls left, want none", len(got))
+	}
+
+	// A broker whose binary predates ACLs: no change is proposed.
+	ac.propose(&coordinator.Command{RegisterBroker: &coordinator.Broker{ID: 9, KafkaAddr: "127.0.0.1:1"}})
+	eventually(t, "broker 9 registered", func() bool { return ac.nodes[1].meta.View().Brokers[9] != nil })
+	req.Creations = []kmsg.CreateACLsRequestCreation{creation(nil)}
+	resp, err = admin.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.CreateACLsResponse).Results[0]; r.ErrorCode != kerr.UnsupportedVersion.Code || !strings.Contains(*r.ErrorMessage, "broker 9") {
+		t.Errorf("create beside a broker without ACLs: %v %v, want UNSUPPORTED_VERSION naming broker 9", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if got := ac.nodes[1].meta.View().ACLs; len(got) != 0 {
+		t.Errorf("%d acls held, want none", len(got))
 	}
 }

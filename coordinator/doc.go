@@ -135,7 +135,8 @@
 // not share a cluster: an older one would ignore the new fields. A new
 // command (ControlledShutdown, SetMaintenance) is proposed only when every
 // registered broker says it applies it (Broker.ControlledShutdown,
-// Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData).
+// Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData,
+// Broker.ACLs).
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:

@@ -73,6 +73,9 @@ type Broker struct {
 	// and LogEnd; they are proposed only when every registered broker
 	// does.
 	ResignLostData bool `json:"resign_lost_data,omitempty"`
+	// ACLs says the binary applies CreateACLs and DeleteACLs (acl.go);
+	// they are proposed only when every registered broker does.
+	ACLs bool `json:"acls,omitempty"`
 	// RestartForgetsLeader asks that this registration, when it is a
 	// restart, also end the broker's place as any partition's last
 	// known leader: a disk can lose synced records at a log's end in a
