@@ -5,6 +5,11 @@
 // (SaslHandshake, SaslAuthenticate) and the metadata group stores the
 // credentials.
 //
+// The package also holds Kafka's ACL model (acl*.go): ACL bindings,
+// ACLFilters for describe and delete, and the Authorizer that decides an
+// Action against a set of ACLs. The ACLs themselves live in the metadata
+// group; the broker asks the Authorizer per request.
+//
 // # Sessions
 //
 // NewSession starts one authentication with one mechanism. Step takes
@@ -39,4 +44,15 @@
 //   - Tokens over MaxTokenBytes are refused before parsing.
 //   - Every parser here is fuzzed (FuzzSessions): no input panics, and no
 //     input authenticates without the credential's password.
+//
+// # Authorization
+//
+//   - Decisions are Kafka's StandardAuthorizer's: super users pass; a
+//     resource no ACL covers is decided by AllowEveryoneIfNoACLFound; a
+//     matching DENY beats any ALLOW; ALLOW READ, WRITE, DELETE and ALTER
+//     imply DESCRIBE, ALLOW ALTER_CONFIGS implies DESCRIBE_CONFIGS, and a
+//     DENY implies nothing. "User:*" matches every principal (of any
+//     type, as Kafka's), host "*" every host, LITERAL "*" every name of the resource type.
+//   - An ACL that ACL.Check refuses is never stored; the resource types
+//     are TOPIC, GROUP, CLUSTER (named kafka-cluster) and TRANSACTIONAL_ID.
 package auth

@@ -55,6 +55,19 @@ type Config struct {
 	// a SASL session lasts before the client must authenticate again; 0
 	// means as long as the connection.
 	SASLReauth time.Duration
+	// Authorizer turns Kafka ACL authorization on (authorize.go): every
+	// request is checked against the metadata's ACLs, and CreateAcls,
+	// DescribeAcls and DeleteAcls are served. Off, everyone may do
+	// everything and the ACL APIs answer SECURITY_DISABLED, as Kafka
+	// without authorizer.class.name.
+	Authorizer bool
+	// SuperUsers are principals ("User:admin") allowed everything
+	// (Kafka's super.users).
+	SuperUsers []string
+	// AllowEveryoneIfNoACLFound is Kafka's
+	// allow.everyone.if.no.acl.found: a resource no ACL covers is open
+	// to all rather than to super users only.
+	AllowEveryoneIfNoACLFound bool
 
 	// InitialCluster maps every node id to its peer address. The metadata
 	// group (group 0) starts over the first 1, 3 or 5 of them by id (the
@@ -311,6 +324,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateTLS(); err != nil { // node_tls.go
+		return err
+	}
+	if err := c.validateAuthorizer(); err != nil { // authorize.go
 		return err
 	}
 	return c.validateListeners() // listeners.go

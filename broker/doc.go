@@ -135,8 +135,38 @@
 // the transport (transport/kafka, package auth) against this node's view
 // of the metadata's SCRAM users (coordinator.State.ScramUsers), read anew
 // for each authentication; a user made on another node may take the
-// metadata's propagation to be usable here. Nothing is authorized yet:
-// an authenticated principal may do what an anonymous one may.
+// metadata's propagation to be usable here.
+//
+// # Authorization
+//
+// With Config.Authorizer, every request is authorized against this
+// node's view of the metadata's ACLs (coordinator.State.ACLs) by
+// package auth's Authorizer, as principal kafka.Conn.Principal
+// (User:ANONYMOUS on PLAINTEXT) from the client's IP. authzRules
+// (authorize_rules.go) holds one rule per routed API key, after Kafka's
+// KafkaApis: a whole-request check (CLUSTER operations, the group, the
+// transactional id), a check per entry of a request list (topics,
+// groups, config resources: a refused entry is answered with its
+// *_AUTHORIZATION_FAILED code and the handler never sees it), and a
+// response filter (list-all requests show only what may be described).
+// Metadata authorizes in its handler (metadata_authz.go): a list of all
+// topics leaves out those the principal may not DESCRIBE; a named one is
+// answered TOPIC_AUTHORIZATION_FAILED whether it exists or not, and is
+// auto-created only with CREATE. Invariants: a routed API without a rule
+// fails TestAuthzRules_EveryRoute; with the authorizer off no rule runs
+// and the ACL APIs answer SECURITY_DISABLED; every refusal of a request
+// or entry the client named is logged once at Info with component=audit
+// (principal, host, API, resource type and name, operation) and counted
+// in raftq_authorization_denied_total{api,resource_type}; what a
+// list-all request merely does not see is neither. KIP-430's authorized
+// operations (Metadata, DescribeGroups, DescribeCluster) answer what the
+// principal may do among Kafka's supported operations of the resource
+// type, every one with the authorizer off, as Kafka.
+//
+// Nodes send each other WriteTxnMarkers and KIP-890 verifications over
+// the PLAINTEXT main listener, as User:ANONYMOUS; as in Kafka, that
+// principal needs CLUSTER_ACTION on the cluster: an ACL allowing it from
+// the nodes' hosts (README, "ACLs"), or a --super-users entry.
 //
 // # TLS between nodes
 //

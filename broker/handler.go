@@ -13,7 +13,7 @@ import (
 func (n *Node) handler() kafka.Handler {
 	m := kafka.NewMux()
 	route := func(key, maxVersion int16, fn kafka.ServeFunc) {
-		m.Handle(kafka.APIRange{Key: key, MinVersion: 0, MaxVersion: maxVersion}, n.metrics.dash.counted(fn))
+		m.Handle(kafka.APIRange{Key: key, MinVersion: 0, MaxVersion: maxVersion}, n.metrics.dash.counted(n.authorized(key, fn))) // authorize_rules.go
 	}
 	route(kmsg.ApiVersions.Int16(), 4, n.serveApiVersions)
 	route(kmsg.Metadata.Int16(), 12, n.serveMetadata)
@@ -39,6 +39,9 @@ func (n *Node) handler() kafka.Handler {
 	route(kmsg.DescribeProducers.Int16(), 0, n.serveDescribeProducers)
 	route(kmsg.DescribeUserSCRAMCredentials.Int16(), 0, n.serveDescribeUserScramCredentials) // scram_users.go
 	route(kmsg.AlterUserSCRAMCredentials.Int16(), 0, n.serveAlterUserScramCredentials)
+	route(kmsg.DescribeACLs.Int16(), 3, n.serveDescribeACLs) // acls.go
+	route(kmsg.CreateACLs.Int16(), 3, n.serveCreateACLs)
+	route(kmsg.DeleteACLs.Int16(), 3, n.serveDeleteACLs)
 	n.routeGroups(route)
 	n.routeTxns(route) // txn_coordinator.go
 	n.apis = m.APIs()

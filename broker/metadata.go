@@ -22,15 +22,16 @@ import (
 // configured to.
 func (n *Node) serveMetadata(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.MetadataRequest)
+	g := n.metadataGate(c, r) // metadata_authz.go
 	if n.wantsAutoCreate(r) {
 		f := kafka.NewFuture()
 		go func() {
-			n.autoCreate(missingTopics(n.meta.View(), r))
-			f.Complete(n.metadataResponse(r, c.Listener()), nil)
+			n.autoCreate(g.creatable(missingTopics(n.meta.View(), r)))
+			f.Complete(n.fillMetadataOps(c, r, g.apply(r, n.metadataResponse(r, c.Listener()))), nil)
 		}()
 		return f
 	}
-	return kafka.Ready(n.metadataResponse(r, c.Listener()))
+	return kafka.Ready(n.fillMetadataOps(c, r, g.apply(r, n.metadataResponse(r, c.Listener())))) // authorize_ops.go
 }
 
 func (n *Node) metadataResponse(r *kmsg.MetadataRequest, listener string) *kmsg.MetadataResponse {

@@ -34,7 +34,8 @@ type metrics struct {
 	// adminTLSRefused counts TLS handshakes the admin listener refused
 	// (node_tls.go); peer transport figures come from peerCollector.
 	adminTLSRefused prometheus.Counter
-	dash            *dashboard // metrics_dashboard.go
+	denied          *prometheus.CounterVec // authorization refusals (authorize.go)
+	dash            *dashboard             // metrics_dashboard.go
 
 	cleanerRuns      prometheus.Counter // cleaner.go
 	cleanerReclaimed prometheus.Counter
@@ -85,8 +86,11 @@ func newMetrics() *metrics {
 		Name: "raftq_sasl_authentications_total", Help: "SASL authentications on this node's SASL listeners, by mechanism and outcome: ok or failed.",
 	}, []string{"mechanism", "outcome"})
 	m.adminTLSRefused = newAdminTLSRefused() // metrics_peer.go
+	m.denied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftq_authorization_denied_total", Help: "Requests or request entries the authorizer refused, by API and resource type.",
+	}, []string{"api", "resource_type"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
-		m.isrChanges, m.followerFetch, m.saslAuths, m.adminTLSRefused,
+		m.isrChanges, m.followerFetch, m.saslAuths, m.adminTLSRefused, m.denied,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dash = newDashboard(m.reg)
 	return m

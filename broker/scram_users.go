@@ -78,10 +78,14 @@ func (n *Node) serveAlterUserScramCredentials(c *kafka.Conn, req *kafka.Request)
 		ctx, cancel := context.WithTimeout(c.Context(), requestTimeout(0))
 		defer cancel()
 		resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+		refused := !n.allowedCluster(c, r.Key(), kmsg.ACLOperationAlter) // authorize.go
 		for _, a := range scramAlters(r) {
 			out := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 			out.User = a.cmd.User
 			err := a.err
+			if refused {
+				err = kerr.ClusterAuthorizationFailed
+			}
 			if err == nil {
 				err = n.alterScram(ctx, a.cmd)
 			}

@@ -16,12 +16,17 @@ import (
 // coordinates, from the replicated state its coordinator applied; for
 // another id the lookup's error (NOT_COORDINATOR and the like), so the
 // admin client asks the right node.
-func (n *Node) serveDescribeTransactions(_ *kafka.Conn, req *kafka.Request) kafka.Pending {
+func (n *Node) serveDescribeTransactions(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 	r := req.Body.(*kmsg.DescribeTransactionsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range r.TransactionalIDs {
 		ds := kmsg.NewDescribeTransactionsResponseTransactionState()
 		ds.TransactionalID, ds.ProducerID, ds.ProducerEpoch, ds.StartTimestamp = id, -1, -1, -1
+		if !n.allowed(c, r.Key(), kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, id) { // authorize.go
+			ds.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			resp.TransactionStates = append(resp.TransactionStates, ds)
+			continue
+		}
 		coord, code := n.txnCoordinatorOf(id)
 		var t *txns.Txn
 		if code == 0 {

@@ -340,6 +340,40 @@ func versionCases(n *Node, auditID [16]byte) map[int16]versionCase {
 				ok(t, "describe producers audit-0", r.Topics[0].Partitions[0].ErrorCode)
 			},
 		},
+		// ResourcePatternType (v1+) is LITERAL before v1. Without an
+		// authorizer every ACL API answers SECURITY_DISABLED.
+		kmsg.DescribeACLs.Int16(): {
+			check: func(t *testing.T, _ int16, resp kmsg.Response) {
+				errIs(t, "describe acls", resp.(*kmsg.DescribeACLsResponse).ErrorCode, kerr.SecurityDisabled)
+			},
+		},
+		kmsg.CreateACLs.Int16(): {
+			fill: func(_ *testing.T, _ int16, req kmsg.Request) {
+				c := kmsg.NewCreateACLsRequestCreation()
+				c.ResourceType, c.ResourceName, c.Principal, c.Host = kmsg.ACLResourceTypeTopic, "audit", "User:a", "*"
+				c.Operation, c.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+				req.(*kmsg.CreateACLsRequest).Creations = []kmsg.CreateACLsRequestCreation{c}
+			},
+			check: func(t *testing.T, _ int16, resp kmsg.Response) {
+				r := resp.(*kmsg.CreateACLsResponse)
+				if len(r.Results) != 1 {
+					t.Fatalf("%d results, want 1", len(r.Results))
+				}
+				errIs(t, "create acls", r.Results[0].ErrorCode, kerr.SecurityDisabled)
+			},
+		},
+		kmsg.DeleteACLs.Int16(): {
+			fill: func(_ *testing.T, _ int16, req kmsg.Request) {
+				req.(*kmsg.DeleteACLsRequest).Filters = []kmsg.DeleteACLsRequestFilter{kmsg.NewDeleteACLsRequestFilter()}
+			},
+			check: func(t *testing.T, _ int16, resp kmsg.Response) {
+				r := resp.(*kmsg.DeleteACLsResponse)
+				if len(r.Results) != 1 {
+					t.Fatalf("%d results, want 1", len(r.Results))
+				}
+				errIs(t, "delete acls", r.Results[0].ErrorCode, kerr.SecurityDisabled)
+			},
+		},
 		// CoordinatorType (v1+) is 0: a group. CoordinatorKey before v4,
 		// CoordinatorKeys from v4.
 		kmsg.FindCoordinator.Int16(): {

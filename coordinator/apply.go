@@ -53,6 +53,10 @@ func apply(s *State, c *Command, index uint64) Result {
 		return s.setMaintenance(c.SetMaintenance)
 	case c.AlterScramCredentials != nil:
 		return s.alterScramCredentials(c.AlterScramCredentials)
+	case c.CreateACLs != nil:
+		return s.createACLs(c.CreateACLs)
+	case c.DeleteACLs != nil:
+		return s.deleteACLs(c.DeleteACLs)
 	}
 	return Result{Err: cmdErr(kerr.InvalidRequest, "empty metadata command")}
 }

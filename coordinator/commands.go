@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/raftq/raftq/auth"
 )
 
 // Command is one change to the metadata, proposed to group 0. Exactly one
@@ -33,6 +35,9 @@ type Command struct {
 	// AlterScramCredentials changes a user's SASL/SCRAM credentials
 	// (scram.go).
 	AlterScramCredentials *AlterScramCredentials `json:"alter_scram_credentials,omitempty"`
+	// CreateACLs and DeleteACLs change the ACLs (acl.go).
+	CreateACLs *CreateACLs `json:"create_acls,omitempty"`
+	DeleteACLs *DeleteACLs `json:"delete_acls,omitempty"`
 }
 
 // SetAlive marks a broker alive or not.
@@ -201,6 +206,8 @@ type Result struct {
 	// ReassignPartitions, or per group of an ElectLeaders, in order; the
 	// command itself succeeds.
 	Items []ItemResult
+	// ACLs has, per filter of a DeleteACLs, the ACLs it matched.
+	ACLs [][]auth.ACL
 }
 
 // ItemResult is one partition's outcome: its error, or the partition as it

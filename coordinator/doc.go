@@ -15,6 +15,13 @@
 // from the shared design's badger store for group 0; consumer offsets (which
 // can be large) are another matter.
 //
+// Security state lives here too: SCRAM credentials (State.ScramUsers,
+// scram.go) and Kafka ACLs (State.ACLs, acl.go). CreateACLs adds bindings
+// all or none, each held once; DeleteACLs removes every binding any of
+// its filters matches and answers per filter what it matched. Every held
+// ACL passes auth.ACL.Check (state_check.go), and a refused command
+// changes nothing.
+//
 // Group 0 never chooses partition leaders in raft mode. A node that becomes
 // leader of a partition's raft group proposes a leadership hint, which
 // Metadata keeps per partition with the highest term seen; Kafka Metadata
@@ -128,7 +135,8 @@
 // not share a cluster: an older one would ignore the new fields. A new
 // command (ControlledShutdown, SetMaintenance) is proposed only when every
 // registered broker says it applies it (Broker.ControlledShutdown,
-// Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData).
+// Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData,
+// Broker.ACLs).
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:

@@ -48,6 +48,9 @@ var fuzzSeedCommands = []string{
 	`{"set_maintenance":{"id":3,"on":true}}`,
 	`{"elect_leaders":{"groups":[6,7],"unclean":true}}`,
 	`{"set_maintenance":{"id":2,"on":false}}`,
+	`{"create_acls":{"acls":[{"resource_type":"TOPIC","resource_name":"t","pattern_type":"LITERAL","principal":"User:alice","host":"*","operation":"READ","permission":"ALLOW"},{"resource_type":"GROUP","resource_name":"g","pattern_type":"PREFIXED","principal":"User:*","host":"10.0.0.1","operation":"ALL","permission":"DENY"}]}}`,
+	`{"create_acls":{"acls":[{"resource_type":"CLUSTER","resource_name":"kafka-cluster","pattern_type":"LITERAL","principal":"User:ANONYMOUS","host":"127.0.0.1","operation":"CLUSTER_ACTION","permission":"ALLOW"}]}}`,
+	`{"delete_acls":{"filters":[{"resource_type":"ANY","pattern_type":"MATCH","resource_name":"t","operation":"ANY","permission":"ANY"},{"resource_type":"GROUP","pattern_type":"ANY","principal":"User:*","operation":"ALL","permission":"DENY"}]}}`,
 }
 
 // FuzzMetadataApply feeds the metadata state machine a log of arbitrary

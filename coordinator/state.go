@@ -3,6 +3,8 @@ package coordinator
 import (
 	"slices"
 	"sort"
+
+	"github.com/raftq/raftq/auth"
 )
 
 // MetadataGroup is the raft group id of the cluster metadata group.
@@ -71,6 +73,9 @@ type Broker struct {
 	// and LogEnd; they are proposed only when every registered broker
 	// does.
 	ResignLostData bool `json:"resign_lost_data,omitempty"`
+	// ACLs says the binary applies CreateACLs and DeleteACLs (acl.go);
+	// they are proposed only when every registered broker does.
+	ACLs bool `json:"acls,omitempty"`
 	// RestartForgetsLeader asks that this registration, when it is a
 	// restart, also end the broker's place as any partition's last
 	// known leader: a disk can lose synced records at a log's end in a
@@ -260,6 +265,9 @@ type State struct {
 	// (auth.Lookup.DecoyKey): drawn by the proposer of the first
 	// AlterScramCredentials, never sent to a client. Empty until then.
 	ScramDecoyKey []byte `json:"scram_decoy_key,omitempty"`
+	// ACLs are Kafka's ACL bindings, each once, in the order created
+	// (acl.go). Replaced on write, never modified in place.
+	ACLs []auth.ACL `json:"acls,omitempty"`
 }
 
 func newState() *State {

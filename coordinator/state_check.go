@@ -44,6 +44,9 @@ func (s *State) check() error {
 	if err := s.checkScramUsers(); err != nil { // scram.go
 		return err
 	}
+	if err := s.checkACLs(); err != nil { // acl.go
+		return err
+	}
 	groups := map[uint64]bool{}
 	ids := map[[16]byte]bool{}
 	for name, t := range s.Topics {

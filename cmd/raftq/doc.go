@@ -9,6 +9,8 @@
 //	raftq cluster status           nodes, leaders, terms, lag
 //	raftq bench                    produce throughput and latency
 //	raftq group list|describe|reset-offsets   consumer groups
+//	raftq user create|delete|list  SASL/SCRAM users
+//	raftq acl add|list|remove      Kafka ACLs (kafka-acls.sh's flags), for servers run with --authorizer
 //	raftq jepsen run               a checked run of a local cluster under faults
 //	raftq jepsen check DIR         check a saved run's history again
 //

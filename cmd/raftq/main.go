@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"partition": {"move|status|cancel|elect [TOPIC/PARTITION...]", "move partitions to other brokers, follow or cancel moves, elect leaders", runPartition},
 		"jepsen":    {"run|check [DIR]", "run a Jepsen test against a local cluster under faults", runJepsen},
 		"user":      {"create|delete|list [USER]", "create, delete or list SASL/SCRAM users", runUser},
+		"acl":       {"add|list|remove", "add, list or remove Kafka ACLs (as kafka-acls.sh)", runACL},
 	}
 }
 

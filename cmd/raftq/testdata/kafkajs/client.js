@@ -30,15 +30,22 @@
 // ENDS, its partitions' end offsets (PARTITION:OFFSET,...), printing
 // "PARTITION OFFSET VALUE" per record; its position counts the aborted
 // records and markers kafkajs skips. Every failure, or no result within two minutes, exits 1.
+// $RAFTQ_KAFKAJS_SASL (MECHANISM:USER:PASSWORD) makes every mode
+// authenticate with SASL.
 'use strict';
 const { Kafka, logLevel } = require('kafkajs');
 
 const [mode, brokers, ...args] = process.argv.slice(2);
+// RAFTQ_KAFKAJS_SASL=MECHANISM:USER:PASSWORD (e.g. scram-sha-256:alice:pw)
+// authenticates every connection.
+const saslEnv = process.env.RAFTQ_KAFKAJS_SASL;
+const sasl = saslEnv ? (([mechanism, username, ...pw]) => ({ mechanism, username, password: pw.join(':') }))(saslEnv.split(':')) : undefined;
 const kafka = new Kafka({
   clientId: 'raftq-e2e',
   brokers: brokers.split(','),
   logLevel: logLevel.ERROR,
   retry: { retries: 10 },
+  sasl,
 });
 
 async function create(topic, partitions, rf, configs) {
