@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,7 @@ type metrics struct {
 	isrChanges    *prometheus.CounterVec
 	followerFetch *prometheus.HistogramVec
 	saslAuths     *prometheus.CounterVec // SASL listeners (listeners.go)
+	tlsFailures   *prometheus.CounterVec // TLS listeners (listeners_tls.go)
 	dash          *dashboard             // metrics_dashboard.go
 
 	cleanerRuns      prometheus.Counter // cleaner.go
@@ -81,8 +83,11 @@ func newMetrics() *metrics {
 	m.saslAuths = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftq_sasl_authentications_total", Help: "SASL authentications on this node's SASL listeners, by mechanism and outcome: ok or failed.",
 	}, []string{"mechanism", "outcome"})
+	m.tlsFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftq_tls_handshake_failures_total", Help: "Connections to this node's TLS Kafka listeners closed because the handshake failed or timed out, or the client certificate mapped to no principal, by listener.",
+	}, []string{"listener"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
-		m.isrChanges, m.followerFetch, m.saslAuths,
+		m.isrChanges, m.followerFetch, m.saslAuths, m.tlsFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dash = newDashboard(m.reg)
 	return m
@@ -155,8 +160,13 @@ func (m *metrics) followerFetched(d time.Duration, failed bool) {
 	m.followerFetch.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-func (m *metrics) ConnOpened(*kafka.Conn)        { m.conns.Inc() }
-func (m *metrics) ConnClosed(*kafka.Conn, error) { m.conns.Dec() }
+func (m *metrics) ConnOpened(*kafka.Conn) { m.conns.Inc() }
+func (m *metrics) ConnClosed(c *kafka.Conn, reason error) {
+	m.conns.Dec()
+	if errors.Is(reason, kafka.ErrTLSHandshake) {
+		m.tlsFailures.WithLabelValues(c.Listener()).Inc()
+	}
+}
 
 func (m *metrics) RequestDone(_ *kafka.Conn, key, _ int16, outcome kafka.Outcome, latency time.Duration) {
 	api := kmsg.NameForKey(key)
