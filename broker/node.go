@@ -36,6 +36,7 @@ type Node struct {
 
 	kafka   *kafka.Server
 	extra   []*kafka.Server // Config.Listeners, in order (listeners.go)
+	ssl     *sslListeners   // TLS of the SSL and SASL_SSL listeners; nil without one (listeners_tls.go)
 	admin   *http.Server
 	adminLn net.Listener
 	metrics *metrics
@@ -93,6 +94,9 @@ func New(cfg Config) (*Node, error) {
 }
 
 func (n *Node) start() error {
+	if err := n.startSSL(); err != nil { // listeners_tls.go: first, so a bad certificate changes nothing
+		return err
+	}
 	plan, err := n.planJoin() // join.go: nil unless --seeds and not yet a member
 	if err != nil {
 		return err
