@@ -149,4 +149,3 @@ func TestNode_SSLCertificateMissing(t *testing.T) {
 		t.Errorf("the data directory was claimed: %v", statErr)
 	}
 }
-
