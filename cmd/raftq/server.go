@@ -76,6 +76,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	bindReplicationFlags(fs, c)
 	bindJoinFlags(fs, f)
 	f.listeners = bindListenerFlags(fs, c)
+	bindSSLFlags(fs, c) // server_tls.go
 	f.brokerConfigs = bindBrokerConfigFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)

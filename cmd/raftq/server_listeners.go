@@ -18,9 +18,9 @@ type listenerFlags struct {
 
 func bindListenerFlags(fs *pflag.FlagSet, c *broker.Config) *listenerFlags {
 	f := &listenerFlags{}
-	fs.StringSliceVar(&f.listeners, "listeners", nil, "more Kafka listeners beside --kafka-addr, as NAME://host:port (comma separated), e.g. SASL_PLAINTEXT://127.0.0.1:9093")
+	fs.StringSliceVar(&f.listeners, "listeners", nil, "more Kafka listeners beside --kafka-addr, as NAME://host:port (comma separated), e.g. SASL_PLAINTEXT://127.0.0.1:9093,SSL://127.0.0.1:9094")
 	fs.StringSliceVar(&f.advertised, "advertised-listeners", nil, "addresses given to clients of each named listener, as NAME://host:port (default: its listen address)")
-	fs.StringSliceVar(&f.protocols, "listener-security-protocol-map", nil, "security protocol of each listener name, as NAME:PROTOCOL (PLAINTEXT or SASL_PLAINTEXT; default: the name itself)")
+	fs.StringSliceVar(&f.protocols, "listener-security-protocol-map", nil, "security protocol of each listener name, as NAME:PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; default: the name itself)")
 	fs.StringSliceVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", nil, "mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default all three; users: raftq user create)")
 	fs.DurationVar(&c.SASLReauth, "connections-max-reauth", 0, "how long a SASL session lasts before the client must authenticate again (Kafka's connections.max.reauth.ms, KIP-368; 0: as long as the connection)")
 	return f

@@ -22,6 +22,8 @@ func TestListenerFlags(t *testing.T) {
 			advertised: []string{"EXT://kafka.example:9093"}, protocols: []string{"EXT:SASL_PLAINTEXT", "INT:PLAINTEXT"}},
 			want: []broker.Listener{{Name: "EXT", Addr: "0.0.0.0:9093", Advertised: "kafka.example:9093", Protocol: "SASL_PLAINTEXT"},
 				{Name: "INT", Addr: "127.0.0.1:9094", Protocol: "PLAINTEXT"}}},
+		{name: "SSL and SASL_SSL", f: listenerFlags{listeners: []string{"SSL://127.0.0.1:9093", "SASL_SSL://127.0.0.1:9094"}},
+			want: []broker.Listener{{Name: "SSL", Addr: "127.0.0.1:9093", Protocol: "SSL"}, {Name: "SASL_SSL", Addr: "127.0.0.1:9094", Protocol: "SASL_SSL"}}},
 		{name: "no scheme", f: listenerFlags{listeners: []string{"127.0.0.1:9093"}}, bad: true},
 		{name: "twice", f: listenerFlags{listeners: []string{"A://h:1", "A://h:2"}}, bad: true},
 		{name: "advertised unknown", f: listenerFlags{listeners: []string{"A://h:1"}, advertised: []string{"B://h:2"}}, bad: true},
