@@ -112,6 +112,17 @@ func (n *Node) advertisedListeners() map[string]string {
 	return out
 }
 
+// ListenerAddr is the address the extra listener name is bound to, ""
+// when the node has no such listener.
+func (n *Node) ListenerAddr(name string) string {
+	for i, l := range n.cfg.Listeners {
+		if l.Name == name && i < len(n.extra) {
+			return n.extra[i].Addr().String()
+		}
+	}
+	return ""
+}
+
 // startListeners starts the extra listeners (startSSL has loaded the
 // certificate of those serving TLS).
 func (n *Node) startListeners() error {
