@@ -208,6 +208,7 @@ func TestE2E_TLS_SASL_SSL(t *testing.T) {
 // node's certificate files are then rewritten and SIGHUP sent, and
 // rewritten again without a signal: each time a new connection sees the
 // new certificate, while the client already connected keeps producing.
+// A broken certificate file then changes nothing.
 func TestE2E_TLS_MutualTLS(t *testing.T) {
 	p := newE2EPKI(t)
 	c, addrs := tlsCluster(t, 1, "SSL", p.serverArgs("required")...)
@@ -242,6 +243,24 @@ func TestE2E_TLS_MutualTLS(t *testing.T) {
 		return serverSerial(t, addrs[0], p.clientTLS(t, p.alice)) != hupped
 	})
 	produceConsume(t, alice, "after-watch")
+
+	// A broken certificate file changes nothing: the node keeps serving
+	// the last good pair and says why in its log.
+	good := serverSerial(t, addrs[0], p.clientTLS(t, p.alice))
+	if err := os.WriteFile(p.node.Cert, []byte("-----BEGIN CERTIFICATE-----\ngarbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(c.PID(1), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the failed reload logged", func(context.Context) bool {
+		b, err := os.ReadFile(n1.LogPath)
+		return err == nil && strings.Contains(string(b), "certificate reload failed")
+	})
+	if got := serverSerial(t, addrs[0], p.clientTLS(t, p.alice)); got != good {
+		t.Errorf("after a broken reload the node serves certificate %s, want the last good %s", got, good)
+	}
+	produceConsume(t, e2eKgo(t, addrs, "mtls", kgo.DialTLSConfig(p.clientTLS(t, p.alice))), "after-broken-reload")
 	if !c.Running(1) {
 		t.Fatal("the node stopped on SIGHUP")
 	}
