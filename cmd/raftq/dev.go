@@ -30,8 +30,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
 	logLevel := fs.String("log-level", "warn", "node log level")
 	cons := bindConsoleFlags(fs)
-	withTLS := fs.Bool("tls", false, "also serve an SSL listener on every node, from a throwaway CA and certificates made under the data dir (reused when there); prints how to connect")
-	tlsBase := fs.Int("tls-port", 0, "SSL port of node 1 with --tls (default: --base-port + 200)")
+	withTLS := fs.Bool("tls", false, "also serve an SSL and a SASL_SSL listener on every node, from a throwaway CA and certificates made under the data dir (reused when there), with SCRAM user dev (password dev-secret); prints how to connect")
+	tlsBase := fs.Int("tls-port", 0, "SSL port of node 1 with --tls (default: --base-port + 200); its SASL_SSL port is 50 above")
 	repl := broker.DefaultConfig()
 	bindReplicationFlags(fs, &repl)
 	brokerConfigs := bindBrokerConfigFlags(fs)
@@ -71,6 +71,11 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	defer stop()
 	if err != nil {
 		return err
+	}
+	if dtls != nil {
+		if err := dtls.bootstrapUser(ctx, devAddrs(started, ""), devAddrs(started, devSASLSSLListener)); err != nil {
+			return err
+		}
 	}
 	printDevBanner(e, started, dir, *dataDir == "", *autoCreate, dtls)
 	<-ctx.Done()
@@ -221,6 +226,7 @@ func printDevBanner(e *env, nodes []*broker.Node, dir string, temp, autoCreate b
 		b.admin = append(b.admin, a)
 		if dtls != nil {
 			b.tlsKafka = append(b.tlsKafka, n.ListenerAddr(devTLSListener))
+			b.saslSSLKafka = append(b.saslSSLKafka, n.ListenerAddr(devSASLSSLListener))
 		}
 	}
 	fmt.Fprint(e.stdout, b.String())
@@ -235,6 +241,7 @@ type devBanner struct {
 	self         string
 	tls          *devTLS  // --tls; nil without
 	tlsKafka     []string // each node's SSL listener address with --tls
+	saslSSLKafka []string // and its SASL_SSL one
 }
 
 func (b devBanner) String() string {
