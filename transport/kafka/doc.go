@@ -129,7 +129,8 @@
 //     accept loop never waits on it.
 //   - A handshake that fails or times out closes the connection with
 //     ErrTLSHandshake (reported to Observer.ConnClosed); the handler
-//     never sees anything of it. Client-certificate checks are
+//     never sees anything of it. One that Shutdown cuts short is a
+//     clean close, not a failure. Client-certificate checks are
 //     crypto/tls's, as Config.TLS.ClientAuth asks.
 //   - SASL runs inside TLS, after the handshake, with the same gate as on
 //     a plaintext listener.

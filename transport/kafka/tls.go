@@ -42,6 +42,9 @@ func (c *Conn) tlsHandshake() error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.srv.cfg.TLSHandshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
+		if c.isDraining() {
+			return errDrained // Shutdown cut it short: nothing was served, nothing failed
+		}
 		return fmt.Errorf("%w: %w", ErrTLSHandshake, err)
 	}
 	return c.mapCertificate(tc.ConnectionState())

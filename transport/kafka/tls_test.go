@@ -240,6 +240,28 @@ func TestTLS_HandshakeTimeout(t *testing.T) {
 	eventually(t, "the silent client closed with ErrTLSHandshake", func() bool { return ts.obs.anyClosedWith(ErrTLSHandshake) })
 }
 
+// TestTLS_ShutdownDuringHandshake: Shutdown closes a connection still in
+// its handshake cleanly; it is not counted as a failed handshake.
+func TestTLS_ShutdownDuringHandshake(t *testing.T) {
+	p := newTestPKI(t)
+	ts := tlsServer(t, newFake(), p, tls.NoClientCert, nil)
+	c, err := net.DialTimeout("tcp", ts.Addr().String(), hangGuard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	eventually(t, "the connection accepted", func() bool { return ts.obs.connsOpen.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := ts.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	reasons := ts.obs.closedReasons()
+	if len(reasons) != 1 || reasons[0] != nil {
+		t.Errorf("close reasons %v, want one clean close", reasons)
+	}
+}
+
 // TestConfig_ValidateTLS: TLS needs a handshake timeout, and a
 // certificate mapping needs TLS.
 func TestConfig_ValidateTLS(t *testing.T) {
