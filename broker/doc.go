@@ -144,7 +144,8 @@
 // nothing. The store reloads on file change or SIGHUP; each handshake
 // uses the current pair, connections already open keep theirs, and a
 // failed reload keeps the previous pair (logged). Config.SSLClientAuth
-// is Kafka's ssl.client.auth; a verified client certificate's subject is
+// is Kafka's ssl.client.auth (Listener.SSLClientAuth its per-listener
+// override); a verified client certificate's subject is
 // mapped to the connection's principal by Config.SSLPrincipalMappingRules
 // unless SASL names one. Failed handshakes are counted in
 // raftq_tls_handshake_failures_total.

@@ -45,6 +45,10 @@ type Listener struct {
 	// Protocol is one of ProtocolPlaintext, ProtocolSSL,
 	// ProtocolSASLPlaintext and ProtocolSASLSSL.
 	Protocol string
+	// SSLClientAuth overrides Config.SSLClientAuth for this SSL or
+	// SASL_SSL listener (Kafka's listener.name.<name>.ssl.client.auth);
+	// empty means the node's.
+	SSLClientAuth string
 }
 
 // validateListeners checks the extra listeners: distinct names other
@@ -132,7 +136,7 @@ func (n *Node) startListeners() error {
 			kc.SASL = n.saslConfig()
 		}
 		if isTLS(l.Protocol) {
-			n.ssl.configure(&kc)
+			n.ssl.configure(&kc, l)
 		}
 		s, err := kafka.Start(kc, n.handler())
 		if err != nil {

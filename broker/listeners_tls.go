@@ -56,12 +56,34 @@ func (c *Config) validateSSL() error {
 		return fmt.Errorf("broker: SSL principal mapping rules: %w", err)
 	}
 	for _, l := range c.Listeners {
-		if isTLS(l.Protocol) && c.SSL.Cert == "" {
-			return fmt.Errorf("broker: listener %s is %s but no certificate and key are given (--ssl-cert-file, --ssl-key-file)", l.Name, l.Protocol)
+		if err := c.validateListenerSSL(l, ca); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// validateListenerSSL checks one listener's TLS: a certificate for a TLS
+// listener, a client auth override only there, and a CA bundle for the
+// client auth it ends up with.
+func (c *Config) validateListenerSSL(l Listener, nodeAuth tls.ClientAuthType) error {
+	ca, ok := sslClientAuths[l.SSLClientAuth]
+	switch {
+	case !isTLS(l.Protocol) && l.SSLClientAuth != "":
+		return fmt.Errorf("broker: listener %s is %s: an SSL client auth (%s) needs SSL or SASL_SSL", l.Name, l.Protocol, l.SSLClientAuth)
+	case !isTLS(l.Protocol):
+		return nil
+	case !ok:
+		return fmt.Errorf("broker: listener %s: SSL client auth %q: want none, requested or required", l.Name, l.SSLClientAuth)
+	case c.SSL.Cert == "":
+		return fmt.Errorf("broker: listener %s is %s but no certificate and key are given (--ssl-cert-file, --ssl-key-file)", l.Name, l.Protocol)
+	}
+	mode := l.SSLClientAuth
+	if mode == "" {
+		ca, mode = nodeAuth, c.SSLClientAuth
+	}
 	if ca != tls.NoClientCert && c.SSL.CA == "" {
-		return fmt.Errorf("broker: SSL client auth %s needs a CA bundle to verify client certificates against (--ssl-ca-file)", c.SSLClientAuth)
+		return fmt.Errorf("broker: listener %s: SSL client auth %s needs a CA bundle to verify client certificates against (--ssl-ca-file)", l.Name, mode)
 	}
 	return nil
 }
@@ -111,8 +133,13 @@ func logReloads(ctx context.Context, store *tlsfiles.Store, log *slog.Logger) {
 	}
 }
 
-// configure makes kc serve TLS from the shared store.
-func (s *sslListeners) configure(kc *kafka.Config) {
-	kc.TLS = s.store.ServerConfig(s.clientAuth)
+// configure makes kc serve TLS from the shared store, with l's client
+// auth or else the node's.
+func (s *sslListeners) configure(kc *kafka.Config, l Listener) {
+	ca := s.clientAuth
+	if l.SSLClientAuth != "" {
+		ca = sslClientAuths[l.SSLClientAuth]
+	}
+	kc.TLS = s.store.ServerConfig(ca)
 	kc.PrincipalFromCert = s.rules.PrincipalFromCert
 }

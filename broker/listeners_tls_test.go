@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509/pkix"
 	"net"
 	"os"
@@ -18,10 +19,12 @@ import (
 )
 
 // TestListeners_SSLBesidePlaintext: each node serves an SSL listener
-// requesting client certificates beside its plaintext one. A client
-// with a certificate from the cluster's CA produces and consumes there,
-// as its mapped principal, and Metadata names the SSL addresses; a
-// plaintext client is refused at the handshake and counted.
+// requesting client certificates beside its plaintext one, and another
+// requiring them (its own client auth). A client with a certificate
+// from the cluster's CA produces and consumes there, and Metadata names
+// the SSL addresses; a plaintext client is refused at the handshake and
+// counted; a client without a certificate is served where one is
+// requested and refused where one is required.
 func TestListeners_SSLBesidePlaintext(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := tlsfiles.NewCA("test ca")
@@ -36,10 +39,11 @@ func TestListeners_SSLBesidePlaintext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ssl := map[uint64]string{}
+	ssl, mtls := map[uint64]string{}, map[uint64]string{}
 	c := newTestCluster(t, 3, func(cfg *Config) {
-		ssl[cfg.NodeID] = freeAddr(t)
-		cfg.Listeners = []Listener{{Name: "SSL", Addr: ssl[cfg.NodeID], Protocol: ProtocolSSL}}
+		ssl[cfg.NodeID], mtls[cfg.NodeID] = freeAddr(t), freeAddr(t)
+		cfg.Listeners = []Listener{{Name: "SSL", Addr: ssl[cfg.NodeID], Protocol: ProtocolSSL},
+			{Name: "MTLS", Addr: mtls[cfg.NodeID], Protocol: ProtocolSSL, SSLClientAuth: SSLClientAuthRequired}}
 		cfg.SSL, cfg.SSLClientAuth = files, SSLClientAuthRequested
 		cfg.SSLPrincipalMappingRules = "RULE:^CN=([^,]+),OU=clients$/$1/L,DEFAULT"
 	})
@@ -83,6 +87,24 @@ func TestListeners_SSLBesidePlaintext(t *testing.T) {
 	if _, err := plain.Request(ctx, kmsg.NewPtrMetadataRequest()); err == nil {
 		t.Error("a plaintext client got metadata from an SSL listener")
 	}
+	noCert := &tls.Config{RootCAs: alice.Pool(), MinVersion: tls.VersionTLS12}
+	if _, err := client(kgo.DialTLSConfig(noCert)).Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Errorf("a client without a certificate on the listener requesting one: %v", err)
+	}
+	mtlsClient := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(mtls[1], mtls[2], mtls[3]), kgo.RetryTimeout(5 * time.Second), kgo.RequestRetries(2)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	if _, err := mtlsClient(kgo.DialTLSConfig(noCert)).Request(ctx, kmsg.NewPtrMetadataRequest()); err == nil {
+		t.Error("a client without a certificate got metadata from the listener requiring one")
+	}
+	if _, err := mtlsClient(kgo.DialTLSConfig(alice.ClientConfig(""))).Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Errorf("alice on the listener requiring a certificate: %v", err)
+	}
 	eventually(t, "handshake failures counted", func() bool {
 		var sum float64
 		for _, n := range c.nodes {
@@ -118,6 +140,22 @@ func TestConfig_ValidateSSL(t *testing.T) {
 			c.Listeners, c.SSL, c.SSLClientAuth = sslListener, tlsfiles.Files{Cert: "n.crt", Key: "n.key"}, SSLClientAuthRequested
 		}, false},
 		{"an unknown client auth", func(c *Config) { c.Listeners, c.SSL, c.SSLClientAuth = sslListener, files, "always" }, false},
+		{"a listener requiring client certificates where the node does not", func(c *Config) {
+			c.SSL = files
+			c.Listeners = []Listener{{Name: "SSL", Addr: "127.0.0.1:9093", Protocol: ProtocolSSL, SSLClientAuth: SSLClientAuthRequired}}
+		}, true},
+		{"a listener's client auth without a CA", func(c *Config) {
+			c.SSL = tlsfiles.Files{Cert: "n.crt", Key: "n.key"}
+			c.Listeners = []Listener{{Name: "SSL", Addr: "127.0.0.1:9093", Protocol: ProtocolSSL, SSLClientAuth: SSLClientAuthRequired}}
+		}, false},
+		{"a listener's unknown client auth", func(c *Config) {
+			c.SSL = files
+			c.Listeners = []Listener{{Name: "SSL", Addr: "127.0.0.1:9093", Protocol: ProtocolSSL, SSLClientAuth: "yes"}}
+		}, false},
+		{"a client auth on a plaintext listener", func(c *Config) {
+			c.SSL = files
+			c.Listeners = []Listener{{Name: "P", Addr: "127.0.0.1:9093", Protocol: ProtocolPlaintext, SSLClientAuth: SSLClientAuthRequired}}
+		}, false},
 		{"bad mapping rules", func(c *Config) { c.Listeners, c.SSL, c.SSLPrincipalMappingRules = sslListener, files, "RULE:x" }, false},
 	} {
 		c := DefaultConfig()
