@@ -55,4 +55,23 @@
 //     type, as Kafka's), host "*" every host, LITERAL "*" every name of the resource type.
 //   - An ACL that ACL.Check refuses is never stored; the resource types
 //     are TOPIC, GROUP, CLUSTER (named kafka-cluster) and TRANSACTIONAL_ID.
+//
+// # Certificate principals
+//
+// PrincipalRules are Kafka's ssl.principal.mapping.rules (KIP-371): they
+// map a TLS client certificate's subject to a principal name. Invariants:
+//
+//   - The subject is seen as Kafka sees it (SubjectDN): RFC 2253, most
+//     specific attribute first, Java's keywords (CN, C, L, ST, O, OU,
+//     STREET, DC, UID) and everything else as OID=#hex of its DER value,
+//     so rules written for Kafka match the same certificates here.
+//   - The first rule that fully matches the DN names the principal; no
+//     match is an error (ErrNoPrincipalRule) and the client is refused.
+//     DEFAULT, and an empty rule list, give the whole DN.
+//   - Rule syntax follows Kafka's parser (escapes, commas inside
+//     patterns, an invalid rule refused whole). Patterns are RE2: Java
+//     lookarounds and backreferences are refused when parsed, and a
+//     pattern is matched once against the whole DN (Java's replaceAll
+//     would add the replacement again when the pattern also matches the
+//     empty string at the end).
 package auth

@@ -68,6 +68,19 @@ type Config struct {
 	// allow.everyone.if.no.acl.found: a resource no ACL covers is open
 	// to all rather than to super users only.
 	AllowEveryoneIfNoACLFound bool
+	// SSL names the certificate, key and CA bundle of the SSL and
+	// SASL_SSL listeners (Kafka's ssl.keystore and ssl.truststore, as PEM
+	// files), reloaded on change or SIGHUP (listeners_tls.go). The main
+	// listener stays PLAINTEXT.
+	SSL tlsfiles.Files
+	// SSLClientAuth is Kafka's ssl.client.auth for those listeners:
+	// none (the default), requested or required. Anything but none needs
+	// SSL.CA to verify client certificates against.
+	SSLClientAuth string
+	// SSLPrincipalMappingRules is Kafka's ssl.principal.mapping.rules: how
+	// a verified client certificate's subject becomes a principal (see
+	// auth.ParsePrincipalRules); empty means DEFAULT, the whole DN.
+	SSLPrincipalMappingRules string
 
 	// InitialCluster maps every node id to its peer address. The metadata
 	// group (group 0) starts over the first 1, 3 or 5 of them by id (the

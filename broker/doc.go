@@ -193,6 +193,18 @@
 //     certificate when AdminTLS is set: every node's admin flags must
 //     agree.
 //
+// SSL and SASL_SSL listeners (listeners_tls.go) share one certificate
+// store (Config.SSL, package internal/tlsfiles), loaded before the node
+// touches its data directory, so a missing or broken certificate changes
+// nothing. The store reloads on file change or SIGHUP; each handshake
+// uses the current pair, connections already open keep theirs, and a
+// failed reload keeps the previous pair (logged). Config.SSLClientAuth
+// is Kafka's ssl.client.auth (Listener.SSLClientAuth its per-listener
+// override); a verified client certificate's subject is
+// mapped to the connection's principal by Config.SSLPrincipalMappingRules
+// unless SASL names one. Failed handshakes are counted in
+// raftq_tls_handshake_failures_total.
+//
 // # Leadership
 //
 // A raft partition's leader is its raft group's leader and the leader

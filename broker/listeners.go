@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/raftq/raftq/auth"
@@ -13,11 +14,24 @@ import (
 )
 
 // Security protocols of Kafka listeners that raftq serves. SSL and
-// SASL_SSL need TLS, which is not built yet.
+// SASL_SSL serve TLS from Config.SSL (listeners_tls.go).
 const (
 	ProtocolPlaintext     = "PLAINTEXT"
 	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
+	ProtocolSSL           = "SSL"
+	ProtocolSASLSSL       = "SASL_SSL"
 )
+
+// protocols are the security protocols served.
+var protocols = []string{ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL}
+
+// isTLS reports whether protocol serves TLS.
+func isTLS(protocol string) bool { return protocol == ProtocolSSL || protocol == ProtocolSASLSSL }
+
+// isSASL reports whether protocol authenticates with SASL.
+func isSASL(protocol string) bool {
+	return protocol == ProtocolSASLPlaintext || protocol == ProtocolSASLSSL
+}
 
 // Listener is a Kafka listener beside the main one (Config.KafkaAddr),
 // as an entry of Kafka's listeners, advertised.listeners and
@@ -28,8 +42,13 @@ type Listener struct {
 	// Advertised is what Metadata tells clients that came in on this
 	// listener; empty means Addr (which then must not be a wildcard).
 	Advertised string
-	// Protocol is ProtocolPlaintext or ProtocolSASLPlaintext.
+	// Protocol is one of ProtocolPlaintext, ProtocolSSL,
+	// ProtocolSASLPlaintext and ProtocolSASLSSL.
 	Protocol string
+	// SSLClientAuth overrides Config.SSLClientAuth for this SSL or
+	// SASL_SSL listener (Kafka's listener.name.<name>.ssl.client.auth);
+	// empty means the node's.
+	SSLClientAuth string
 }
 
 // validateListeners checks the extra listeners: distinct names other
@@ -41,8 +60,8 @@ func (c *Config) validateListeners() error {
 		switch {
 		case l.Name == "" || names[l.Name]:
 			return fmt.Errorf("broker: listener name %q empty or taken", l.Name)
-		case l.Protocol != ProtocolPlaintext && l.Protocol != ProtocolSASLPlaintext:
-			return fmt.Errorf("broker: listener %s: security protocol %q is not served (PLAINTEXT or SASL_PLAINTEXT; TLS is not built yet)", l.Name, l.Protocol)
+		case !slices.Contains(protocols, l.Protocol):
+			return fmt.Errorf("broker: listener %s: security protocol %q is not served (%s)", l.Name, l.Protocol, strings.Join(protocols, ", "))
 		}
 		names[l.Name] = true
 		if _, _, err := net.SplitHostPort(l.Addr); err != nil {
@@ -60,7 +79,7 @@ func (c *Config) validateListeners() error {
 	if c.SASLReauth < 0 {
 		return fmt.Errorf("broker: negative SASL re-authentication interval %s", c.SASLReauth)
 	}
-	return nil
+	return c.validateSSL() // listeners_tls.go
 }
 
 // advertisedAddr is advertised, or addr when it is empty; never a
@@ -97,12 +116,27 @@ func (n *Node) advertisedListeners() map[string]string {
 	return out
 }
 
-// startListeners starts the extra listeners.
+// ListenerAddr is the address the extra listener name is bound to, ""
+// when the node has no such listener.
+func (n *Node) ListenerAddr(name string) string {
+	for i, l := range n.cfg.Listeners {
+		if l.Name == name && i < len(n.extra) {
+			return n.extra[i].Addr().String()
+		}
+	}
+	return ""
+}
+
+// startListeners starts the extra listeners (startSSL has loaded the
+// certificate of those serving TLS).
 func (n *Node) startListeners() error {
 	for _, l := range n.cfg.Listeners {
 		kc := n.kafkaConfig(l.Name, l.Addr)
-		if l.Protocol == ProtocolSASLPlaintext {
+		if isSASL(l.Protocol) {
 			kc.SASL = n.saslConfig()
+		}
+		if isTLS(l.Protocol) {
+			n.ssl.configure(&kc, l)
 		}
 		s, err := kafka.Start(kc, n.handler())
 		if err != nil {

@@ -91,7 +91,7 @@ func TestConfig_ValidateListeners(t *testing.T) {
 		{"sasl listener", func(c *Config) {
 			c.Listeners = []Listener{{Name: "SASL", Addr: "127.0.0.1:9093", Protocol: ProtocolSASLPlaintext}}
 		}, true},
-		{"TLS is not built", func(c *Config) {
+		{"SSL without a certificate", func(c *Config) {
 			c.Listeners = []Listener{{Name: "SSL", Addr: "127.0.0.1:9093", Protocol: "SSL"}}
 		}, false},
 		{"the main listener's name", func(c *Config) {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,7 @@ type metrics struct {
 	// (node_tls.go); peer transport figures come from peerCollector.
 	adminTLSRefused prometheus.Counter
 	denied          *prometheus.CounterVec // authorization refusals (authorize.go)
+	tlsFailures     *prometheus.CounterVec // TLS listeners (listeners_tls.go)
 	dash            *dashboard             // metrics_dashboard.go
 
 	cleanerRuns      prometheus.Counter // cleaner.go
@@ -89,8 +91,11 @@ func newMetrics() *metrics {
 	m.denied = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "raftq_authorization_denied_total", Help: "Requests or request entries the authorizer refused, by API and resource type.",
 	}, []string{"api", "resource_type"})
+	m.tlsFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "raftq_tls_handshake_failures_total", Help: "Connections to this node's TLS Kafka listeners closed because the handshake failed or timed out, or the client certificate mapped to no principal, by listener.",
+	}, []string{"listener"})
 	m.reg.MustRegister(m.requests, m.latency, m.conns, m.produced, m.produceRecs, m.fetchBytes, m.walSync, m.replicate,
-		m.isrChanges, m.followerFetch, m.saslAuths, m.adminTLSRefused, m.denied,
+		m.isrChanges, m.followerFetch, m.saslAuths, m.adminTLSRefused, m.denied, m.tlsFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.dash = newDashboard(m.reg)
 	return m
@@ -163,8 +168,13 @@ func (m *metrics) followerFetched(d time.Duration, failed bool) {
 	m.followerFetch.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
-func (m *metrics) ConnOpened(*kafka.Conn)        { m.conns.Inc() }
-func (m *metrics) ConnClosed(*kafka.Conn, error) { m.conns.Dec() }
+func (m *metrics) ConnOpened(*kafka.Conn) { m.conns.Inc() }
+func (m *metrics) ConnClosed(c *kafka.Conn, reason error) {
+	m.conns.Dec()
+	if errors.Is(reason, kafka.ErrTLSHandshake) {
+		m.tlsFailures.WithLabelValues(c.Listener()).Inc()
+	}
+}
 
 func (m *metrics) RequestDone(_ *kafka.Conn, key, _ int16, outcome kafka.Outcome, latency time.Duration) {
 	api := kmsg.NameForKey(key)

@@ -36,6 +36,7 @@ type Node struct {
 
 	kafka   *kafka.Server
 	extra   []*kafka.Server // Config.Listeners, in order (listeners.go)
+	ssl     *sslListeners   // TLS of the SSL and SASL_SSL listeners; nil without one (listeners_tls.go)
 	admin   *http.Server
 	adminLn net.Listener
 	metrics *metrics
@@ -94,6 +95,9 @@ func New(cfg Config) (*Node, error) {
 }
 
 func (n *Node) start() error {
+	if err := n.startSSL(); err != nil { // listeners_tls.go: first, so a bad certificate changes nothing
+		return err
+	}
 	if err := n.loadTLS(); err != nil { // node_tls.go
 		return err
 	}

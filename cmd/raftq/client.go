@@ -27,12 +27,14 @@ type clientFlags struct {
 	// cost phase).
 	dial dialFunc
 	sasl saslFlags // client_sasl.go
+	tls  tlsFlags  // client_tls.go
 }
 
 func bindClientFlags(e *env, fs *pflag.FlagSet) *clientFlags {
 	c := &clientFlags{}
 	fs.StringVarP(&c.brokers, "brokers", "b", e.flagDefault(envBrokers, "127.0.0.1:9092"), "bootstrap brokers, comma separated; $"+envBrokers+" sets the default")
 	c.sasl.bind(e, fs)
+	c.tls.bind(e, fs)
 	return c
 }
 
@@ -56,7 +58,16 @@ func (c *clientFlags) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	if m != nil {
 		base = append(base, kgo.SASL(m))
 	}
-	if c.dial != nil {
+	tc, err := c.tls.config()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case tc != nil && c.dial != nil:
+		return nil, usageError{fmt.Errorf("--tls cannot reach a cluster in a network namespace")}
+	case tc != nil:
+		base = append(base, kgo.DialTLSConfig(tc))
+	case c.dial != nil:
 		base = append(base, kgo.Dialer(c.dial))
 	}
 	return kgo.NewClient(append(base, opts...)...)

@@ -30,6 +30,8 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	autoCreate := fs.Bool("auto-create-topics", true, "create unknown topics on first use")
 	logLevel := fs.String("log-level", "warn", "node log level")
 	cons := bindConsoleFlags(fs)
+	withTLS := fs.Bool("tls", false, "also serve an SSL and a SASL_SSL listener on every node, from a throwaway CA and certificates made under the data dir (reused when there), with SCRAM user dev (password dev-secret); prints how to connect")
+	tlsBase := fs.Int("tls-port", 0, "SSL port of node 1 with --tls (default: --base-port + 200); its SASL_SSL port is 50 above")
 	repl := broker.DefaultConfig()
 	bindReplicationFlags(fs, &repl)
 	brokerConfigs := bindBrokerConfigFlags(fs)
@@ -59,12 +61,23 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	if *dataDir == "" {
 		defer removeOnForcedQuit(ctx, e, dir)()
 	}
-	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async, repl}, *autoCreate, level, cons)
+	var dtls *devTLS
+	if *withTLS {
+		if dtls, err = newDevTLS(dir, *base, *tlsBase); err != nil {
+			return err
+		}
+	}
+	started, stop, err := startDevNodes(e, dir, *nodes, *base, *adminBase, devStorage{*fsync, *walMode, *async, repl}, *autoCreate, level, cons, dtls)
 	defer stop()
 	if err != nil {
 		return err
 	}
-	printDevBanner(e, started, dir, *dataDir == "", *autoCreate)
+	if dtls != nil {
+		if err := dtls.bootstrapUser(ctx, devAddrs(started, ""), devAddrs(started, devSASLSSLListener)); err != nil {
+			return err
+		}
+	}
+	printDevBanner(e, started, dir, *dataDir == "", *autoCreate, dtls)
 	<-ctx.Done()
 	fmt.Fprintln(e.stderr, "\nstopping raftq dev cluster")
 	return nil
@@ -126,7 +139,7 @@ type devStorage struct {
 
 // startDevNodes starts the nodes; stop closes those it started, even
 // when it fails.
-func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level, cons *consoleFlags) (nodes []*broker.Node, stop func(), err error) {
+func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage, autoCreate bool, level slog.Level, cons *consoleFlags, dtls *devTLS) (nodes []*broker.Node, stop func(), err error) {
 	cluster := map[uint64]string{}
 	for i := 1; i <= count; i++ {
 		cluster[uint64(i)] = fmt.Sprintf("127.0.0.1:%d", base+100+i-1)
@@ -152,6 +165,7 @@ func startDevNodes(e *env, dir string, count, base, adminBase int, st devStorage
 		c.BrokerConfigs = st.repl.BrokerConfigs
 		c.LogCleanerBackoff, c.LogCleanerIOBytesPerSec = st.repl.LogCleanerBackoff, st.repl.LogCleanerIOBytesPerSec
 		c.DefaultReplicationFactor = int16(min(3, count))
+		dtls.configure(c, i) // dev_tls.go
 		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 		cfg, err := f.config(logger)
 		if err != nil {
@@ -204,12 +218,16 @@ func waitClusterReady(nodes []*broker.Node, timeout time.Duration) error {
 	return fmt.Errorf("cluster not ready after %s", timeout)
 }
 
-func printDevBanner(e *env, nodes []*broker.Node, dir string, temp, autoCreate bool) {
-	b := devBanner{dir: dir, temp: temp, autoCreate: autoCreate, self: selfCommand(os.Args[0])}
+func printDevBanner(e *env, nodes []*broker.Node, dir string, temp, autoCreate bool, dtls *devTLS) {
+	b := devBanner{dir: dir, temp: temp, autoCreate: autoCreate, self: selfCommand(os.Args[0]), tls: dtls}
 	for _, n := range nodes {
 		k, _, a := n.Addrs()
 		b.kafka = append(b.kafka, k)
 		b.admin = append(b.admin, a)
+		if dtls != nil {
+			b.tlsKafka = append(b.tlsKafka, n.ListenerAddr(devTLSListener))
+			b.saslSSLKafka = append(b.saslSSLKafka, n.ListenerAddr(devSASLSSLListener))
+		}
 	}
 	fmt.Fprint(e.stdout, b.String())
 }
@@ -221,6 +239,9 @@ type devBanner struct {
 	temp         bool // dir is removed on exit
 	autoCreate   bool // --auto-create-topics
 	self         string
+	tls          *devTLS  // --tls; nil without
+	tlsKafka     []string // each node's SSL listener address with --tls
+	saslSSLKafka []string // and its SASL_SSL one
 }
 
 func (b devBanner) String() string {
@@ -254,9 +275,9 @@ franz-go: kgo.NewClient(kgo.SeedBrokers(%[7]q))
 
 For the raftq commands without --brokers and --admin (flags still win):
   export %[9]s=%[3]s %[10]s=%[8]s
-
+%[12]s
 Ctrl-C stops the cluster.
-`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin, urls[0])
+`, len(b.kafka), where, bootstrap, strings.Join(urls, " "), try, b.self, b.kafka[0], b.admin[0], envBrokers, envAdmin, urls[0], b.tlsBanner())
 }
 
 // selfCommand is how the banner tells the user to run raftq again: "go

@@ -79,6 +79,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	f.listeners = bindListenerFlags(fs, c)
 	f.nodeTLS = bindNodeTLSFlags(fs, c)
 	bindAuthorizerFlags(fs, c) // server_acl.go
+	bindSSLFlags(fs, c)        // server_tls.go
 	f.brokerConfigs = bindBrokerConfigFlags(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, shutdownTimeoutUsage)

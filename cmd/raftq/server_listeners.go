@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,13 +15,15 @@ import (
 // (which is PLAINTEXT and the one nodes use among themselves).
 type listenerFlags struct {
 	listeners, advertised, protocols []string
+	sslClientAuth                    []string // NAME:MODE, Kafka's listener.name.<name>.ssl.client.auth
 }
 
 func bindListenerFlags(fs *pflag.FlagSet, c *broker.Config) *listenerFlags {
 	f := &listenerFlags{}
-	fs.StringSliceVar(&f.listeners, "listeners", nil, "more Kafka listeners beside --kafka-addr, as NAME://host:port (comma separated), e.g. SASL_PLAINTEXT://127.0.0.1:9093")
+	fs.StringSliceVar(&f.listeners, "listeners", nil, "more Kafka listeners beside --kafka-addr, as NAME://host:port (comma separated), e.g. SASL_PLAINTEXT://127.0.0.1:9093,SSL://127.0.0.1:9094")
 	fs.StringSliceVar(&f.advertised, "advertised-listeners", nil, "addresses given to clients of each named listener, as NAME://host:port (default: its listen address)")
-	fs.StringSliceVar(&f.protocols, "listener-security-protocol-map", nil, "security protocol of each listener name, as NAME:PROTOCOL (PLAINTEXT or SASL_PLAINTEXT; default: the name itself)")
+	fs.StringSliceVar(&f.protocols, "listener-security-protocol-map", nil, "security protocol of each listener name, as NAME:PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; default: the name itself)")
+	fs.StringSliceVar(&f.sslClientAuth, "listener-ssl-client-auth", nil, "--ssl-client-auth for one SSL or SASL_SSL listener, as NAME:MODE (Kafka's listener.name.<name>.ssl.client.auth), e.g. SSL:required,SASL_SSL:none")
 	fs.StringSliceVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", nil, "mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default all three; users: raftq user create)")
 	fs.DurationVar(&c.SASLReauth, "connections-max-reauth", 0, "how long a SASL session lasts before the client must authenticate again (Kafka's connections.max.reauth.ms, KIP-368; 0: as long as the connection)")
 	return f
@@ -55,6 +58,23 @@ func (f *listenerFlags) apply(c *broker.Config) error {
 		if _, ok := addrs[name]; !ok {
 			return usageError{fmt.Errorf("--advertised-listeners names %s, which --listeners does not", name)}
 		}
+	}
+	return f.applySSLClientAuth(c)
+}
+
+// applySSLClientAuth sets the listeners' own client auth; the broker's
+// validation checks the modes.
+func (f *listenerFlags) applySSLClientAuth(c *broker.Config) error {
+	for _, e := range f.sslClientAuth {
+		name, mode, ok := strings.Cut(e, ":")
+		i := slices.IndexFunc(c.Listeners, func(l broker.Listener) bool { return l.Name == name })
+		switch {
+		case !ok || name == "" || mode == "":
+			return usageError{fmt.Errorf("--listener-ssl-client-auth %q: want NAME:MODE", e)}
+		case i < 0:
+			return usageError{fmt.Errorf("--listener-ssl-client-auth names %s, which --listeners does not", name)}
+		}
+		c.Listeners[i].SSLClientAuth = mode
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package kafka
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,7 +20,23 @@ import (
 //
 //	go test -run '^$' -bench Pipelined -count 5 ./transport/kafka/
 func BenchmarkPipelined(b *testing.B) {
-	req := metadataReq(12, "bench")
+	benchPipelined(b, metadataReq(12, "bench"))
+}
+
+// BenchmarkPipelinedBulk is BenchmarkPipelined with requests and
+// responses of about 10 KiB (Metadata for 256 topics), where TLS costs
+// per byte rather than per request.
+//
+//	go test -run '^$' -bench PipelinedBulk -count 5 ./transport/kafka/
+func BenchmarkPipelinedBulk(b *testing.B) {
+	topics := make([]string, 256)
+	for i := range topics {
+		topics[i] = fmt.Sprintf("bulk-topic-%03d-%s", i, strings.Repeat("x", 16))
+	}
+	benchPipelined(b, metadataReq(12, topics...))
+}
+
+func benchPipelined(b *testing.B, req *kmsg.MetadataRequest) {
 	frame := encodeRequest(req, 1)
 	respLen := len(fakeBody(req)) + 4 + 1 // correlation id, header tags
 
@@ -30,6 +49,27 @@ func BenchmarkPipelined(b *testing.B) {
 		}
 		defer s.Close()
 		runPipelined(b, s.Addr(), frame, respLen)
+	})
+	b.Run("server-tls", func(b *testing.B) {
+		// The same over TLS 1.3 (ECDSA P-256, AES-GCM or ChaCha20 as
+		// crypto/tls picks), handshake outside the timing.
+		p := newTestPKI(b)
+		cfg := DefaultConfig()
+		cfg.Addr = "127.0.0.1:0"
+		cfg.TLS = p.server.ServerConfig(tls.NoClientCert)
+		s, err := Start(cfg, benchHandler{newFake()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		c, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{RootCAs: p.pool})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Handshake(); err != nil {
+			b.Fatal(err)
+		}
+		runPipelinedOn(b, c, frame, respLen)
 	})
 	b.Run("server-fixed-response", func(b *testing.B) {
 		// The handler's own work left out: one prebuilt response, shared
@@ -62,6 +102,11 @@ func runPipelined(b *testing.B, addr net.Addr, frame []byte, respLen int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	runPipelinedOn(b, c, frame, respLen)
+}
+
+// runPipelinedOn is runPipelined on a connection it then closes.
+func runPipelinedOn(b *testing.B, c net.Conn, frame []byte, respLen int) {
 	defer c.Close()
 	b.SetBytes(int64(len(frame) + 4 + respLen))
 	b.ResetTimer()

@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +43,19 @@ type Config struct {
 	// SASL, when set, makes every connection authenticate first (see
 	// SASLConfig); nil serves anyone, as Kafka's PLAINTEXT listener.
 	SASL *SASLConfig
+	// TLS, when set, makes the listener serve TLS (Kafka's SSL and, with
+	// SASL, SASL_SSL): every connection completes a handshake with it
+	// before its first request is read, and SASL runs inside TLS. Its
+	// ClientAuth decides whether client certificates are asked for.
+	TLS *tls.Config
+	// TLSHandshakeTimeout bounds the TLS handshake of one connection.
+	TLSHandshakeTimeout time.Duration
+	// PrincipalFromCert maps a TLS connection's verified client
+	// certificate to its principal name (Conn.Principal prefixes
+	// "User:"); an error closes the connection. Nil, or a connection
+	// without a verified certificate, leaves it "User:ANONYMOUS". A SASL
+	// principal takes precedence, as in Kafka.
+	PrincipalFromCert func(*x509.Certificate) (string, error)
 	// Listen opens the listener; nil means net.Listen. Tests inject
 	// listeners through it.
 	Listen func(network, address string) (net.Listener, error)
@@ -55,7 +70,10 @@ func DefaultConfig() Config {
 		IdleTimeout:   10 * time.Minute,
 		ReadTimeout:   time.Minute,
 		WriteTimeout:  time.Minute,
-		Listen:        net.Listen,
+		// Kafka has no separate bound; its handshake shares the idle
+		// timeout. Ten seconds is what crypto/tls servers commonly use.
+		TLSHandshakeTimeout: 10 * time.Second,
+		Listen:              net.Listen,
 	}
 }
 
@@ -74,6 +92,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("kafka config: MaxInFlight %d outside [1, 65536]", c.MaxInFlight)
 	case c.IdleTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0:
 		return fmt.Errorf("kafka config: negative timeout (idle %s, read %s, write %s)", c.IdleTimeout, c.ReadTimeout, c.WriteTimeout)
+	case c.TLS != nil && c.TLSHandshakeTimeout <= 0:
+		return fmt.Errorf("kafka config: TLS needs a positive TLSHandshakeTimeout, not %s", c.TLSHandshakeTimeout)
+	case c.PrincipalFromCert != nil && c.TLS == nil:
+		return errors.New("kafka config: PrincipalFromCert without TLS")
 	case c.SASL != nil && c.SASL.Lookup == nil:
 		return errors.New("kafka config: SASL without a credential Lookup")
 	case c.SASL != nil && c.SASL.ReauthAfter < 0:

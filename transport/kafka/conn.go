@@ -29,6 +29,7 @@ type Conn struct {
 	clientID atomic.Pointer[string]
 	software atomic.Pointer[ClientSoftware]
 	sasl     saslState // SASLConfig listeners only; see sasl.go
+	tls      tlsState  // TLS listeners only; see tls.go
 
 	// slots holds one token per request read and not yet written; the
 	// reader blocks on it at Config.MaxInFlight. queue carries requests
@@ -88,7 +89,7 @@ func (c *Conn) ClientSoftware() ClientSoftware {
 func (s *Server) newConn(nc net.Conn, id uint64) *Conn {
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	return &Conn{
-		id: id, srv: s, nc: nc, ctx: ctx, cancel: cancel,
+		id: id, srv: s, nc: s.wrapTLS(nc), ctx: ctx, cancel: cancel,
 		log:   s.log.With("conn", id, "remote", nc.RemoteAddr().String()),
 		slots: make(chan struct{}, s.cfg.MaxInFlight),
 		queue: make(chan item, s.cfg.MaxInFlight),
@@ -100,6 +101,12 @@ func (c *Conn) serve() {
 	stop := context.AfterFunc(c.ctx, func() { c.nc.Close() })
 	defer stop()
 	c.srv.obs.ConnOpened(c)
+	if err := c.tlsHandshake(); err != nil {
+		c.cancel(err)
+		c.nc.Close()
+		c.closed(context.Cause(c.ctx))
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		err := c.writeLoop()
@@ -127,6 +134,8 @@ func (c *Conn) closed(cause error) {
 	switch {
 	case reason == nil:
 		c.log.Debug("connection closed")
+	case errors.Is(reason, ErrTLSHandshake):
+		c.log.Info("connection closed", "reason", reason) // as Kafka, which logs failed authentications
 	case errors.Is(reason, ErrServerClosed), errors.Is(reason, ErrIdle), isSocketError(reason):
 		c.log.Debug("connection closed", "reason", reason)
 	default:

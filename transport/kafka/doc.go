@@ -119,6 +119,26 @@
 //     requests are decided in arrival order, so a request pipelined
 //     behind a SaslAuthenticate is judged after it.
 //
+// # TLS
+//
+// With Config.TLS the listener is Kafka's SSL (and with Config.SASL too,
+// SASL_SSL). Invariants:
+//
+//   - The handshake runs on the connection's reader goroutine, before
+//     any frame is read, bounded by Config.TLSHandshakeTimeout; the
+//     accept loop never waits on it.
+//   - A handshake that fails or times out closes the connection with
+//     ErrTLSHandshake (reported to Observer.ConnClosed); the handler
+//     never sees anything of it. One that Shutdown cuts short is a
+//     clean close, not a failure. Client-certificate checks are
+//     crypto/tls's, as Config.TLS.ClientAuth asks.
+//   - SASL runs inside TLS, after the handshake, with the same gate as on
+//     a plaintext listener.
+//   - Conn.Principal: the SASL principal when there is one; else, with a
+//     client certificate that crypto/tls verified and
+//     Config.PrincipalFromCert, "User:" + its mapping (an error from it
+//     closes the connection, as ErrTLSHandshake); else "User:ANONYMOUS".
+//
 // # Shutdown
 //
 // Close stops accepting, cancels every connection's context, closes the

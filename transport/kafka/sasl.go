@@ -61,10 +61,14 @@ type saslState struct {
 	principal atomic.Pointer[string]
 }
 
-// Principal is who the connection authenticated as ("User:<name>"), or
-// "User:ANONYMOUS" on a listener without SASL, as Kafka's.
+// Principal is who the connection authenticated as ("User:<name>"): the
+// SASL principal, else the one mapped from a verified TLS client
+// certificate, else "User:ANONYMOUS", as Kafka's.
 func (c *Conn) Principal() string {
 	if p := c.sasl.principal.Load(); p != nil {
+		return *p
+	}
+	if p := c.tls.principal.Load(); p != nil {
 		return *p
 	}
 	return "User:ANONYMOUS"
