@@ -25,6 +25,15 @@ func (n *Node) aclsRefused(c *kafka.Conn, key int16, op kmsg.ACLOperation) (int1
 	return 0, nil
 }
 
+// aclsChangeRefused is why an ACL change is not made: aclsRefused for
+// ALTER, then aclsUnsupported.
+func (n *Node) aclsChangeRefused(c *kafka.Conn, key int16) (int16, *string) {
+	if code, msg := n.aclsRefused(c, key, kmsg.ACLOperationAlter); code != 0 {
+		return code, msg
+	}
+	return n.aclsUnsupported()
+}
+
 // aclsUnsupported refuses to propose an ACL change while a registered
 // broker's binary would not apply it (coordinator/doc.go, "Versions"):
 // its metadata would diverge.
@@ -46,11 +55,7 @@ func (n *Node) serveCreateACLs(c *kafka.Conn, req *kafka.Request) kafka.Pending 
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 	}
-	code, msg := n.aclsRefused(c, r.Key(), kmsg.ACLOperationAlter)
-	if code == 0 {
-		code, msg = n.aclsUnsupported()
-	}
-	if code != 0 {
+	if code, msg := n.aclsChangeRefused(c, r.Key()); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
 		}
@@ -151,11 +156,7 @@ func (n *Node) serveDeleteACLs(c *kafka.Conn, req *kafka.Request) kafka.Pending 
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewDeleteACLsResponseResult()
 	}
-	code, msg := n.aclsRefused(c, r.Key(), kmsg.ACLOperationAlter)
-	if code == 0 {
-		code, msg = n.aclsUnsupported()
-	}
-	if code != 0 {
+	if code, msg := n.aclsChangeRefused(c, r.Key()); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
 		}

@@ -1,12 +1,9 @@
 package broker
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
-	"log/slog"
 	"slices"
-	"time"
 
 	"github.com/raftq/raftq/auth"
 	"github.com/raftq/raftq/internal/tlsfiles"
@@ -105,32 +102,8 @@ func (n *Node) startSSL() error {
 	n.ssl = &sslListeners{store: store, clientAuth: sslClientAuths[n.cfg.SSLClientAuth], rules: rules}
 	log := n.log.With("component", "tls", "cert", n.cfg.SSL.Cert)
 	log.Info("SSL listeners' certificate loaded", "client_auth", n.ssl.clientAuth.String(), "principal_rules", rules.String())
-	n.goLoop("tls-reload", func(ctx context.Context) {
-		store.WatchFilesAndHUP(ctx, func(err error) {
-			log.Warn("SSL listeners' certificate reload failed; still serving the previous one", "err", err)
-		})
-	})
-	n.goLoop("tls-reload-log", func(ctx context.Context) { logReloads(ctx, store, log) })
+	n.watchTLS("kafka", store) // node_tls.go
 	return nil
-}
-
-// logReloads logs each successful reload, which WatchFilesAndHUP does
-// not report, by watching the store's reload count.
-func logReloads(ctx context.Context, store *tlsfiles.Store, log *slog.Logger) {
-	seen := store.Reloads()
-	poll := time.NewTicker(tlsfiles.WatchInterval / 4)
-	defer poll.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-poll.C:
-		}
-		if r := store.Reloads(); r != seen {
-			seen = r
-			log.Info("SSL listeners' certificate reloaded", "reloads", r)
-		}
-	}
 }
 
 // configure makes kc serve TLS from the shared store, with l's client

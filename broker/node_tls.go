@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -70,31 +69,19 @@ func (n *Node) loadTLS() error {
 	return nil
 }
 
-// watchTLS reloads s on file change or SIGHUP, logging failures, and
-// logs each reload that took: tlsfiles reports failures only, so a
-// second loop watches the count of loads.
+// watchTLS reloads s on file change or SIGHUP until the node closes,
+// logging each reload: failed ones (the previous certificate stays) as
+// an error.
 func (n *Node) watchTLS(name string, s *tlsfiles.Store) {
 	log := n.log.With("tls", name, "cert", s.Files().Cert)
 	n.goLoop(name+"-tls-reload", func(ctx context.Context) {
 		s.WatchFilesAndHUP(ctx, func(err error) {
-			log.Error("TLS files not reloaded; serving the previous certificate", "err", err)
-		})
-	})
-	n.goLoop(name+"-tls-reloaded", func(ctx context.Context) {
-		seen := s.Reloads()
-		t := time.NewTicker(tlsfiles.WatchInterval / 4)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
+			if err != nil {
+				log.Error("TLS files not reloaded; serving the previous certificate", "err", err)
 				return
-			case <-t.C:
 			}
-			if now := s.Reloads(); now != seen {
-				seen = now
-				log.Info("TLS files reloaded", "loads", now)
-			}
-		}
+			log.Info("TLS files reloaded", "loads", s.Reloads())
+		})
 	})
 }
 

@@ -255,7 +255,7 @@ func TestE2E_TLS_MutualTLS(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the failed reload logged", func(context.Context) bool {
 		b, err := os.ReadFile(n1.LogPath)
-		return err == nil && strings.Contains(string(b), "certificate reload failed")
+		return err == nil && strings.Contains(string(b), "TLS files not reloaded")
 	})
 	if got := serverSerial(t, addrs[0], p.clientTLS(t, p.alice)); got != good {
 		t.Errorf("after a broken reload the node serves certificate %s, want the last good %s", got, good)

@@ -14,7 +14,7 @@ const WatchInterval = 2 * time.Second
 // WatchFilesAndHUP reloads s when its files change or the process gets
 // SIGHUP, until ctx ends; see Watch. Every Store may watch at once: each
 // registers its own channel, and each SIGHUP reaches all of them.
-func (s *Store) WatchFilesAndHUP(ctx context.Context, onErr func(error)) {
+func (s *Store) WatchFilesAndHUP(ctx context.Context, report func(error)) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGHUP)
 	defer signal.Stop(sig)
@@ -33,5 +33,5 @@ func (s *Store) WatchFilesAndHUP(ctx context.Context, onErr func(error)) {
 			}
 		}
 	}()
-	s.Watch(ctx, WatchInterval, hup, onErr)
+	s.Watch(ctx, WatchInterval, hup, report)
 }

@@ -122,9 +122,10 @@ func (s *Store) changed() bool {
 }
 
 // Watch reloads whenever the files change (checked every interval) or a
-// value arrives on hup (SIGHUP; nil for none), until ctx ends. onErr
-// receives failed reloads (nil discards them); the old pair stays.
-func (s *Store) Watch(ctx context.Context, interval time.Duration, hup <-chan struct{}, onErr func(error)) {
+// value arrives on hup (SIGHUP; nil for none), until ctx ends. report
+// (nil for none) hears every reload: nil when it took, its error when it
+// failed and the old pair stays.
+func (s *Store) Watch(ctx context.Context, interval time.Duration, hup <-chan struct{}, report func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -137,8 +138,8 @@ func (s *Store) Watch(ctx context.Context, interval time.Duration, hup <-chan st
 			}
 		case <-hup:
 		}
-		if err := s.Reload(); err != nil && onErr != nil {
-			onErr(err)
+		if err := s.Reload(); report != nil {
+			report(err)
 		}
 	}
 }
