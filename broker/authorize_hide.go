@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -94,26 +96,18 @@ func hideGroups(n *Node, c *kafka.Conn, _ int16, _ kmsg.Request, resp kmsg.Respo
 		return
 	}
 	r := resp.(*kmsg.ListGroupsResponse)
-	kept := r.Groups[:0]
-	for _, g := range r.Groups {
-		if n.allowedQuiet(c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group) {
-			kept = append(kept, g)
-		}
-	}
-	r.Groups = kept
+	r.Groups = slices.DeleteFunc(r.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+		return !n.allowedQuiet(c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.Group)
+	})
 }
 
 // hideTransactions leaves out of ListTransactions the transactional ids
 // the principal may not describe.
 func hideTransactions(n *Node, c *kafka.Conn, _ int16, _ kmsg.Request, resp kmsg.Response) {
 	r := resp.(*kmsg.ListTransactionsResponse)
-	kept := r.TransactionStates[:0]
-	for _, t := range r.TransactionStates {
-		if n.allowedQuiet(c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, t.TransactionalID) {
-			kept = append(kept, t)
-		}
-	}
-	r.TransactionStates = kept
+	r.TransactionStates = slices.DeleteFunc(r.TransactionStates, func(t kmsg.ListTransactionsResponseTransactionState) bool {
+		return !n.allowedQuiet(c, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, t.TransactionalID)
+	})
 }
 
 // createTopicsConfigs withholds a created topic's configs (v5+) from a
