@@ -31,6 +31,8 @@ type testCluster struct {
 
 	mu    sync.Mutex // serialises applies and publishes
 	meta  *coordinator.Metadata
+	// history is the partition after every command applied (under mu).
+	history []coordinator.Partition
 	index uint64
 
 	netMu sync.Mutex
@@ -87,7 +89,18 @@ func (c *testCluster) apply(cmd *coordinator.Command) coordinator.Result {
 		return coordinator.Result{Err: err}
 	}
 	c.publishLocked()
+	if t := c.meta.View().Topics["t"]; t != nil {
+		c.history = append(c.history, t.Partitions[0])
+	}
 	return res.(coordinator.Result)
+}
+
+// saw reports whether the partition was ever in a state cond accepts,
+// after any command: a state that lasted only between two polls counts.
+func (c *testCluster) saw(cond func(coordinator.Partition) bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.ContainsFunc(c.history, cond)
 }
 
 func (c *testCluster) mustApply(cmd *coordinator.Command) coordinator.Result {
