@@ -29,11 +29,11 @@ type testCluster struct {
 	topicID [16]byte
 	lag     time.Duration
 
-	mu    sync.Mutex // serialises applies and publishes
-	meta  *coordinator.Metadata
+	mu   sync.Mutex // serialises applies and publishes
+	meta *coordinator.Metadata
 	// history is the partition after every command applied (under mu).
 	history []coordinator.Partition
-	index uint64
+	index   uint64
 
 	netMu sync.Mutex
 	nodes map[uint64]*testNode
