@@ -16,19 +16,30 @@ import (
 )
 
 // aclE2ECluster is a one-node cluster with a SASL_PLAINTEXT listener
-// where users admin and alice and topics a and b were made before the
-// node restarted with --authorizer and super user User:admin: the way to
-// bootstrap a secured cluster (the first user cannot be created through
-// an authorizer that knows no one). It returns the SASL address.
+// (securedCluster); it returns the SASL address.
 func aclE2ECluster(t *testing.T) (*chaos.Cluster, string) {
 	t.Helper()
-	authz := false
 	var saslAddr string
-	c := e2eClusterNodeArgs(t, 1, nil, func(node chaos.Node) []string {
+	c := securedCluster(t, func(host string) []string {
 		if saslAddr == "" {
-			saslAddr = freeAddrOn(t, node.Host.String())
+			saslAddr = freeAddrOn(t, host)
 		}
-		args := []string{"--listeners", "SASL_PLAINTEXT://" + saslAddr}
+		return []string{"--listeners", "SASL_PLAINTEXT://" + saslAddr}
+	})
+	return c, saslAddr
+}
+
+// securedCluster is a one-node cluster serving the listeners listen
+// gives (called at every start, with the node's host), where users admin
+// and alice and topics a and b were made before the node restarted with
+// --authorizer and super user User:admin: the way to bootstrap a secured
+// cluster (the first user cannot be created through an authorizer that
+// knows no one).
+func securedCluster(t *testing.T, listen func(host string) []string) *chaos.Cluster {
+	t.Helper()
+	authz := false
+	c := e2eClusterNodeArgs(t, 1, nil, func(node chaos.Node) []string {
+		args := listen(node.Host.String())
 		if authz {
 			args = append(args, "--authorizer", "--super-users", "User:admin")
 		}
@@ -47,7 +58,7 @@ func aclE2ECluster(t *testing.T) (*chaos.Cluster, string) {
 		t.Fatal(err)
 	}
 	waitAllRegistered(t, c)
-	return c, saslAddr
+	return c
 }
 
 // TestE2E_ACLs: on real processes with the authorizer on, `raftq acl`

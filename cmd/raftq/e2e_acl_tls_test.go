@@ -12,8 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/raftq/raftq/chaos"
 )
 
 // TestE2E_ACLs_OverTLS: the authorizer on a node serving SASL_SSL and an
@@ -28,33 +26,17 @@ func TestE2E_ACLs_OverTLS(t *testing.T) {
 		t.Skip("kcat is not installed (apt-get install kcat; .ci/run installs it)")
 	}
 	p := newE2EPKI(t)
-	authz := false
 	var saslSSL, mtls string
-	c := e2eClusterNodeArgs(t, 1, nil, func(node chaos.Node) []string {
+	c := securedCluster(t, func(host string) []string {
 		if saslSSL == "" {
-			saslSSL, mtls = freeAddrOn(t, node.Host.String()), freeAddrOn(t, node.Host.String())
+			saslSSL, mtls = freeAddrOn(t, host), freeAddrOn(t, host)
 		}
-		args := append([]string{"--listeners", "SASL_SSL://" + saslSSL + ",SSL://" + mtls,
+		return append([]string{"--listeners", "SASL_SSL://" + saslSSL + ",SSL://" + mtls,
 			"--listener-ssl-client-auth", "SSL:required",
 			"--ssl-principal-mapping-rules", "RULE:^CN=([^,]+),O=raftq$/$1/"}, p.serverArgs("none")...)
-		if authz {
-			args = append(args, "--authorizer", "--super-users", "User:admin")
-		}
-		return args
 	})
-	plain := strings.Join(seeds(c), ",")
-	for _, u := range []string{"admin", "alice"} {
-		cli(t, 0, u+"-pw\n", "user", "create", u, "-b", plain)
-	}
-	createTopic(t, c, "a", 1, 1, nil)
-	createTopic(t, c, "b", 1, 1, nil)
-	authz = true
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := c.Restart(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	waitAllRegistered(t, c)
 	cli(t, 0, "", "acl", "add", "--allow-principal", "User:alice", "--operation", "Read,Write", "--topic", "a",
 		"-b", saslSSL, "--tls-ca-file", p.node.CA, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "admin", "--sasl-password", "admin-pw")
 
