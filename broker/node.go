@@ -132,7 +132,7 @@ func (n *Node) start() error {
 	}
 	_, _, adminAddr := n.Addrs()
 	n.ctl.Start(coordinator.Broker{ID: n.cfg.NodeID, KafkaAddr: n.advert, PeerAddr: n.peerAdvert(), AdminAddr: adminAddr, Incarnation: n.incarnation,
-		StartID: coordinator.NewStartID(), ControlledShutdown: true, SetMaintenance: true, ElectUnclean: true, ResignLostData: true, RestartForgetsLeader: true, ACLs: true,
+		StartID: coordinator.NewStartID(), ControlledShutdown: true, SetMaintenance: true, ElectUnclean: true, ResignLostData: true, RestartForgetsLeader: true, ACLs: true, Scram: true,
 		Listeners: n.advertisedListeners()})
 	n.goLoop("retention", n.retentionLoop)
 	n.goLoop("groups", n.groupsLoop)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -157,6 +158,11 @@ func (a *scramAlter) setErr(code *kerr.Error, msg string) {
 }
 
 func (n *Node) alterScram(ctx context.Context, a *coordinator.AlterScramCredentials) error {
+	if id, ok := n.brokerWithout(func(b *coordinator.Broker) bool { return b.Scram }); ok {
+		// Its binary would not apply the change: its metadata would
+		// diverge (coordinator/doc.go, "Versions").
+		return &coordinator.Error{Code: kerr.UnsupportedVersion, Msg: fmt.Sprintf("broker %d runs a version without SCRAM users; its metadata would diverge", id)}
+	}
 	if len(n.meta.View().ScramDecoyKey) == 0 {
 		a.DecoyKey = coordinator.NewDecoyKey() // the first user's command sets the cluster's
 	}

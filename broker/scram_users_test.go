@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/raftq/raftq/auth"
+	"github.com/raftq/raftq/coordinator"
 )
 
 // TestScramUsers_AdminRoundTrip: kadm upserts SCRAM users through one
@@ -74,4 +76,28 @@ func TestScramUsers_AdminRoundTrip(t *testing.T) {
 		infos := desc["alice"].CredInfos
 		return len(infos) == 1 && infos[0].Mechanism == kadm.ScramSha512
 	})
+}
+
+// TestScramUsers_RefusedBesideAnOlderBinary: while a registered broker
+// runs a binary that does not apply AlterScramCredentials, a change is
+// answered UNSUPPORTED_VERSION naming it, and no user is stored.
+func TestScramUsers_RefusedBesideAnOlderBinary(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.nodes[1].ctl.ProposeRetry(ctx, &coordinator.Command{RegisterBroker: &coordinator.Broker{ID: 9, KafkaAddr: "127.0.0.1:1"}})
+	if err = errors.Join(err, res.Err); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "broker 9 registered", func() bool { return c.nodes[1].meta.View().Brokers[9] != nil })
+	alter, err := kadm.NewClient(c.client()).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Password: "pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := alter["alice"]; !errors.Is(got.Err, kerr.UnsupportedVersion) || !strings.Contains(got.ErrMessage, "broker 9") {
+		t.Errorf("upsert beside a broker without SCRAM users: %v %q, want UNSUPPORTED_VERSION naming broker 9", got.Err, got.ErrMessage)
+	}
+	if users := c.nodes[1].meta.View().ScramUsers; len(users) != 0 {
+		t.Errorf("%d users stored, want none", len(users))
+	}
 }

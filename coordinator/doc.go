@@ -136,7 +136,7 @@
 // command (ControlledShutdown, SetMaintenance) is proposed only when every
 // registered broker says it applies it (Broker.ControlledShutdown,
 // Broker.SetMaintenance, Broker.ElectUnclean, Broker.ResignLostData,
-// Broker.ACLs).
+// Broker.ACLs, Broker.Scram).
 //
 // Controller is a node's part in the control plane: it opens group 0 on
 // the node's raft host and runs the loops that act on the metadata:

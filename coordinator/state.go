@@ -76,6 +76,9 @@ type Broker struct {
 	// ACLs says the binary applies CreateACLs and DeleteACLs (acl.go);
 	// they are proposed only when every registered broker does.
 	ACLs bool `json:"acls,omitempty"`
+	// Scram says the binary applies AlterScramCredentials (scram.go); it
+	// is proposed only when every registered broker does.
+	Scram bool `json:"scram,omitempty"`
 	// RestartForgetsLeader asks that this registration, when it is a
 	// restart, also end the broker's place as any partition's last
 	// known leader: a disk can lose synced records at a log's end in a

@@ -104,12 +104,22 @@ func (d *devTLS) bootstrapUser(ctx context.Context, plaintext, saslSSL []string)
 	for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
 		ups = append(ups, kadm.UpsertSCRAM{User: devSASLUser, Mechanism: m, Iterations: 8192, Password: devSASLPassword})
 	}
-	res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, ups)
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("dev TLS: create SASL user %s: %w", devSASLUser, err)
+	// Retried: at start a node may still be registered as its previous
+	// run (a reused data dir, an older binary: UNSUPPORTED_VERSION until
+	// it registers again), or group 0 may be electing.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := kadm.NewClient(cl).AlterUserSCRAMs(ctx, nil, ups)
+		if err == nil {
+			err = res.Error()
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("dev TLS: create SASL user %s: %w", devSASLUser, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	for _, addr := range saslSSL {
 		if err := d.awaitUser(ctx, addr); err != nil {
