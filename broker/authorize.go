@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -26,18 +25,6 @@ func (n *Node) authorizer() *auth.Authorizer {
 	return &auth.Authorizer{SuperUsers: n.cfg.SuperUsers, AllowEveryoneIfNoACLFound: n.cfg.AllowEveryoneIfNoACLFound}
 }
 
-// principal is who c is, in Kafka's "User:name" form.
-func principal(c *kafka.Conn) string {
-	p := c.Principal()
-	if p == "" {
-		return auth.AnonymousPrincipal
-	}
-	if !strings.Contains(p, ":") {
-		return "User:" + p
-	}
-	return p
-}
-
 // clientHost is c's remote IP, as Kafka's ACL hosts name them.
 func clientHost(c *kafka.Conn) string {
 	addr := c.RemoteAddr()
@@ -53,7 +40,7 @@ func clientHost(c *kafka.Conn) string {
 
 // action is what c asks to do on one resource.
 func action(c *kafka.Conn, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) auth.Action {
-	return auth.Action{Principal: principal(c), Host: clientHost(c), Operation: op, ResourceType: typ, ResourceName: name}
+	return auth.Action{Principal: c.Principal(), Host: clientHost(c), Operation: op, ResourceType: typ, ResourceName: name}
 }
 
 // allowed reports whether c may do op on the resource (typ, name), for

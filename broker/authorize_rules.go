@@ -88,19 +88,19 @@ var (
 	resourceLists = []string{"Resources"}
 )
 
-// authorized wraps fn in key's rule; with the authorizer off it is fn.
+// authorized wraps fn in key's rule; with the authorizer off (fixed for
+// the node's life) it is fn, or fn and its KIP-430 operations.
 func (n *Node) authorized(key int16, fn kafka.ServeFunc) kafka.ServeFunc {
 	r, ok := authzRules[key]
-	if !ok || r.open || (r.inHandler && r.ops == nil) {
+	switch {
+	case !ok || r.open || (r.inHandler || !n.cfg.Authorizer) && r.ops == nil:
 		return fn // TestAuthzRules_EveryRoute holds every key to a rule
-	}
-	return func(c *kafka.Conn, req *kafka.Request) kafka.Pending {
-		if !n.cfg.Authorizer {
-			if r.ops == nil {
-				return fn(c, req)
-			}
+	case !n.cfg.Authorizer:
+		return func(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 			return &authzPending{p: fn(c, req), after: func(resp kmsg.Response) { r.ops(n, c, key, req.Body, resp) }}
 		}
+	}
+	return func(c *kafka.Conn, req *kafka.Request) kafka.Pending {
 		return n.serveAuthorized(r, key, fn, c, req)
 	}
 }
