@@ -49,6 +49,16 @@ func TestNode_ISRConfigRefusals(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"replication.mode": new("isr"), "min.insync.replicas": new("2")}, "i"); err != nil {
 		t.Fatal(err)
 	}
+	// Every node's preflight must see both topics (a lagging one would
+	// answer validateOnly with UNKNOWN_TOPIC_OR_PARTITION).
+	eventually(t, "every node knows r and i", func() bool {
+		for _, n := range c.nodes {
+			if ts := n.Metadata().Topics; ts["r"] == nil || ts["i"] == nil {
+				return false
+			}
+		}
+		return true
+	})
 
 	creates := []struct {
 		name string

@@ -247,8 +247,8 @@ func (s *State) alterConfigs(c *AlterConfigs) Result {
 	if err := validateTopicConfigs(t.Configs, old.IsISR(), c.ConfigVersion); err != nil {
 		return Result{Err: cmdErr(kerr.InvalidConfig, "%s", err)}
 	}
-	if old.Config("replication.mode") != t.Config("replication.mode") {
-		return Result{Err: cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation")}
+	if err := modeChange(old, t.Config("replication.mode"), c.Set, c.Replace); err != nil {
+		return Result{Err: err}
 	}
 	if t.IsISR() {
 		// No entry written before ISR mode holds an ISR topic, so this

@@ -252,13 +252,11 @@ func CheckAlter(t *Topic, set map[string]string, del []string, replace bool) err
 		}
 	}
 	was, now := t.Config("replication.mode"), modeOf(next)
-	switch {
-	case now != ModeRaft && now != ModeISR:
+	if now != ModeRaft && now != ModeISR {
 		return nil // apply names the bad value
-	case was != now && replace && set["replication.mode"] == "":
-		return cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation: this topic is %s, and a non-incremental AlterConfigs resets every config it does not name; name replication.mode=%s or use IncrementalAlterConfigs", was, was)
-	case was != now:
-		return cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation (topic %q is %s); create a new topic with replication.mode=%s instead", t.Name, was, now)
+	}
+	if err := modeChange(t, now, set, replace); err != nil {
+		return err
 	}
 	if err := checkModeConfigs(was == ModeISR, set); err != nil {
 		return err
@@ -267,6 +265,21 @@ func CheckAlter(t *Topic, set map[string]string, del []string, replace bool) err
 		return checkMinISR(next, t.ReplicationFactor())
 	}
 	return nil
+}
+
+// modeChange refuses an alter that would leave topic t in mode now: the
+// broker's preflight (CheckAlter) and apply both say it with these words,
+// so a node whose metadata has not yet caught up gives the same answer.
+func modeChange(t *Topic, now string, set map[string]string, replace bool) error {
+	was := t.Config("replication.mode")
+	switch {
+	case was == now:
+		return nil
+	case replace && set["replication.mode"] == "":
+		return cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation: this topic is %s, and a non-incremental AlterConfigs resets every config it does not name; name replication.mode=%s or use IncrementalAlterConfigs", was, was)
+	default:
+		return cmdErr(kerr.InvalidConfig, "replication.mode cannot change after creation (topic %q is %s); create a new topic with replication.mode=%s instead", t.Name, was, now)
+	}
 }
 
 func modeOf(cfgs map[string]string) string {

@@ -154,3 +154,24 @@ func TestApply_ISRTopicConfigs(t *testing.T) {
 		t.Errorf("min.insync.replicas 3 of RF 3: %v", r.Err)
 	}
 }
+
+// Apply refuses a change of mode in the preflight's words: a node whose
+// metadata lags proposes without the preflight, and its client must
+// still learn what to do.
+func TestApply_ModeChangeSaysWhatToDo(t *testing.T) {
+	m := isrCluster(t, 3, map[string]string{"min.insync.replicas": "2"}, []uint64{1, 2, 3})
+	cases := []struct {
+		name string
+		ac   *AlterConfigs
+		want string
+	}{
+		{"replace without the mode", &AlterConfigs{Name: "i", Set: map[string]string{"retention.ms": "1000"}, Replace: true}, "name replication.mode=isr or use IncrementalAlterConfigs"},
+		{"set to raft", &AlterConfigs{Name: "i", Set: map[string]string{"replication.mode": "raft"}}, "create a new topic with replication.mode=raft instead"},
+	}
+	for _, c := range cases {
+		r := applyCmd(t, m, &Command{AlterConfigs: c.ac})
+		if !errors.Is(r.Err, kerr.InvalidConfig) || !strings.Contains(r.Err.Error(), c.want) {
+			t.Errorf("%s: %v, want INVALID_CONFIG saying %q", c.name, r.Err, c.want)
+		}
+	}
+}
