@@ -34,9 +34,11 @@
 // temporary data directory and exits 130; raftq jepsen run leaves its
 // report unwritten); a repeated SIGTERM changes nothing.
 //
-// SIGHUP makes a server node with SSL or SASL_SSL listeners (and raftq
-// dev --tls) read their certificate files again (server_tls.go); a
-// reload that fails keeps the previous certificate. Every client command
+// SIGHUP makes a server node with SSL or SASL_SSL listeners, peer or
+// admin TLS (and raftq dev --tls) read their certificate files again
+// (server_tls.go); a reload that fails keeps the previous certificate.
+// SIGHUP never stops a server node: one without TLS files logs that it
+// had nothing to reload (server_hup.go). Every client command
 // speaks TLS with --tls and the --tls-* files (client_tls.go), and SASL
 // with --sasl-* (client_sasl.go), over the same connection.
 package main

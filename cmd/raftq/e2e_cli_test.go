@@ -96,6 +96,19 @@ func TestE2E_CLI(t *testing.T) {
 	bs := strings.Join(seeds(c), ",")
 	n1, _ := c.Node(1)
 
+	// SIGHUP, a supervisor's "reload", does not stop a node that has
+	// nothing to reload.
+	if err := syscall.Kill(c.PID(1), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the SIGHUP logged", func(context.Context) bool {
+		b, err := os.ReadFile(n1.LogPath)
+		return err == nil && strings.Contains(string(b), "SIGHUP: nothing to reload")
+	})
+	if !c.Running(1) {
+		t.Fatal("node 1 stopped on SIGHUP")
+	}
+
 	out := cli(t, 0, "", "topic", "create", "cli", "-p", "3", "-r", "3", "-c", "retention.ms=3600000", "-b", bs)
 	if want := "created topic cli: 3 partitions, replication factor 3"; !strings.Contains(out.stdout, want) {
 		t.Errorf("topic create printed %q, want %q", out.stdout, want)

@@ -185,6 +185,7 @@ func runServer(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg.Console = cons.hook(logger)
+	logHUPs(ctx, logger, !cfg.SSL.Empty() || !cfg.PeerTLS.Empty() || !cfg.AdminTLS.Empty())
 	n, closeNode, err := openNode(cfg)
 	if err != nil {
 		return err
