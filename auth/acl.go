@@ -98,19 +98,6 @@ func CheckPrincipal(p string) error {
 	return nil
 }
 
-// matchesResource: does the pattern of a cover the resource (typ, name)?
-// A LITERAL pattern covers its own name, a LITERAL "*" every name of its
-// type, a PREFIXED pattern every name it begins.
-func (a ACL) matchesResource(typ kmsg.ACLResourceType, name string) bool {
-	if a.ResourceType != typ {
-		return false
-	}
-	if a.PatternType == kmsg.ACLResourcePatternTypePrefixed {
-		return strings.HasPrefix(name, a.ResourceName)
-	}
-	return a.ResourceName == name || a.ResourceName == Wildcard
-}
-
 // matchesWho: does a's entry name principal (or every principal:
 // User:*, whatever the principal's type, as Kafka's StandardAuthorizer)
 // from host (or every host)?

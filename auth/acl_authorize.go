@@ -38,29 +38,33 @@ type Authorizer struct {
 }
 
 // Authorize reports whether acls allow a.
-func (z *Authorizer) Authorize(acls []ACL, a Action) bool {
+func (z *Authorizer) Authorize(acls *ACLIndex, a Action) bool {
 	if slices.Contains(z.SuperUsers, a.Principal) {
 		return true
 	}
-	covered, allowed := false, false
-	for _, acl := range acls {
-		if !acl.matchesResource(a.ResourceType, a.ResourceName) {
-			continue
-		}
-		covered = true
-		if !acl.matchesWho(a.Principal, a.Host) {
-			continue
-		}
-		switch acl.Permission {
-		case kmsg.ACLPermissionTypeDeny:
-			if acl.Operation == kmsg.ACLOperationAll || acl.Operation == a.Operation {
-				return false
+	covered, allowed, denied := false, false, false
+	acls.ofType(a.ResourceType).covering(a.ResourceName, func(group []ACL) bool {
+		for _, acl := range group {
+			covered = true
+			if !acl.matchesWho(a.Principal, a.Host) {
+				continue
 			}
-		case kmsg.ACLPermissionTypeAllow:
-			allowed = allowed || allows(acl.Operation, a.Operation)
+			switch acl.Permission {
+			case kmsg.ACLPermissionTypeDeny:
+				if acl.Operation == kmsg.ACLOperationAll || acl.Operation == a.Operation {
+					denied = true
+					return false
+				}
+			case kmsg.ACLPermissionTypeAllow:
+				allowed = allowed || allows(acl.Operation, a.Operation)
+			}
 		}
-	}
-	if !covered {
+		return true
+	})
+	switch {
+	case denied:
+		return false
+	case !covered:
 		return z.AllowEveryoneIfNoACLFound
 	}
 	return allowed
@@ -85,7 +89,7 @@ func allows(granted, op kmsg.ACLOperation) bool {
 // type that no DENY covers whole, or AllowEveryoneIfNoACLFound and some
 // name no ACL covers. It is Kafka's authorizeByResourceType, used for
 // the idempotent producer's WRITE on "any topic".
-func (z *Authorizer) AllowedAny(acls []ACL, a Action) bool {
+func (z *Authorizer) AllowedAny(acls *ACLIndex, a Action) bool {
 	// As Kafka, a name no one would pick first: a super user, an ALLOW
 	// on "*" or, with AllowEveryoneIfNoACLFound, a name no ACL covers.
 	probe := a
@@ -93,10 +97,11 @@ func (z *Authorizer) AllowedAny(acls []ACL, a Action) bool {
 	if z.Authorize(acls, probe) {
 		return true
 	}
-	for _, acl := range acls {
-		if acl.ResourceType != a.ResourceType {
-			continue
-		}
+	t := acls.ofType(a.ResourceType)
+	if t == nil {
+		return false
+	}
+	for _, acl := range t.all {
 		if acl.Permission != kmsg.ACLPermissionTypeAllow || !acl.matchesWho(a.Principal, a.Host) || !allows(acl.Operation, a.Operation) {
 			continue
 		}

@@ -104,7 +104,7 @@ func TestAuthorizer_Authorize(t *testing.T) {
 		for _, everyone := range []bool{false, true} {
 			z := &Authorizer{AllowEveryoneIfNoACLFound: everyone}
 			want := tc.want || (everyone && tc.noACL)
-			if got := z.Authorize(tc.acls, tc.a); got != want {
+			if got := z.Authorize(IndexACLs(tc.acls), tc.a); got != want {
 				t.Errorf("%s (allow everyone if no acl: %v): %v, want %v", tc.name, everyone, got, want)
 			}
 		}
@@ -117,23 +117,23 @@ func TestAuthorizer_Authorize(t *testing.T) {
 func TestAuthorizer_SuperUserAndNoACL(t *testing.T) {
 	denyAll := []ACL{acl(topic, "*", literal, deny, WildcardPrincipal, "*", kmsg.ACLOperationAll)}
 	a := act("User:admin", "10.0.0.1", opWrite, topic, "a")
-	if (&Authorizer{}).Authorize(denyAll, a) {
+	if (&Authorizer{}).Authorize(IndexACLs(denyAll), a) {
 		t.Fatal("a denied user was allowed")
 	}
-	if !(&Authorizer{SuperUsers: []string{"User:x", "User:admin"}}).Authorize(denyAll, a) {
+	if !(&Authorizer{SuperUsers: []string{"User:x", "User:admin"}}).Authorize(IndexACLs(denyAll), a) {
 		t.Fatal("a super user was refused")
 	}
 	for _, everyone := range []bool{false, true} {
 		z := &Authorizer{AllowEveryoneIfNoACLFound: everyone}
-		if got := z.Authorize(nil, a); got != everyone {
+		if got := z.Authorize(IndexACLs(nil), a); got != everyone {
 			t.Errorf("no acls, allow everyone %v: %v", everyone, got)
 		}
 		groupOnly := []ACL{acl(group, "*", literal, allow, WildcardPrincipal, "*", kmsg.ACLOperationAll)}
-		if got := z.Authorize(groupOnly, a); got != everyone {
+		if got := z.Authorize(IndexACLs(groupOnly), a); got != everyone {
 			t.Errorf("acls on another type only, allow everyone %v: %v", everyone, got)
 		}
 		bobOnly := []ACL{acl(topic, "a", literal, allow, "User:bob", "*", opWrite)}
-		if z.Authorize(bobOnly, a) {
+		if z.Authorize(IndexACLs(bobOnly), a) {
 			t.Errorf("allow everyone %v: an acl for bob let admin in", everyone)
 		}
 	}
@@ -158,18 +158,18 @@ func TestAuthorizer_AllowedAny(t *testing.T) {
 		{"denied by a wildcard", []ACL{acl(topic, "p", prefixed, allow, alice, "*", opWrite), acl(topic, "*", literal, deny, alice, "*", opWrite)}, false},
 		{"a literal deny does not cover a prefix", []ACL{acl(topic, "p", prefixed, allow, alice, "*", opWrite), acl(topic, "p", literal, deny, alice, "*", opWrite)}, true},
 	} {
-		if got := z.AllowedAny(tc.acls, a); got != tc.want {
+		if got := z.AllowedAny(IndexACLs(tc.acls), a); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	everyone := &Authorizer{AllowEveryoneIfNoACLFound: true}
-	if !everyone.AllowedAny([]ACL{acl(topic, "a", literal, allow, "User:bob", "*", opWrite)}, a) {
+	if !everyone.AllowedAny(IndexACLs([]ACL{acl(topic, "a", literal, allow, "User:bob", "*", opWrite)}), a) {
 		t.Error("allow everyone: acls on a alone leave other topics open")
 	}
-	if everyone.AllowedAny([]ACL{acl(topic, "*", literal, deny, alice, "*", opWrite)}, a) {
+	if everyone.AllowedAny(IndexACLs([]ACL{acl(topic, "*", literal, deny, alice, "*", opWrite)}), a) {
 		t.Error("allow everyone: a wildcard deny was passed")
 	}
-	if !(&Authorizer{SuperUsers: []string{alice}}).AllowedAny(nil, a) {
+	if !(&Authorizer{SuperUsers: []string{alice}}).AllowedAny(IndexACLs(nil), a) {
 		t.Error("a super user was refused")
 	}
 }

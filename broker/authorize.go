@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"net"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,6 +25,35 @@ func (c *Config) validateAuthorizer() error {
 func (n *Node) authorizer() *auth.Authorizer {
 	return &auth.Authorizer{SuperUsers: n.cfg.SuperUsers, AllowEveryoneIfNoACLFound: n.cfg.AllowEveryoneIfNoACLFound}
 }
+
+// indexedACLs is an index of the metadata's ACLs and the slice it was
+// built from.
+type indexedACLs struct {
+	of  []auth.ACL
+	idx *auth.ACLIndex
+}
+
+// aclIndex is the index of the node's view of the ACLs, built again only
+// when they change: the metadata replaces State.ACLs with a new slice on
+// every change (coordinator/acl.go) and never writes one in place, so
+// the same slice means the same ACLs.
+func (n *Node) aclIndex() *auth.ACLIndex {
+	acls := n.meta.View().ACLs
+	if c := n.acls.Load(); c != nil && sameSlice(c.of, acls) {
+		return c.idx
+	}
+	idx := auth.IndexACLs(acls)
+	n.acls.Store(&indexedACLs{of: acls, idx: idx})
+	return idx
+}
+
+// sameSlice reports whether a and b are the same slice of one array.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// aclCache holds the node's latest indexedACLs.
+type aclCache = atomic.Pointer[indexedACLs]
 
 // clientHost is c's remote IP, as Kafka's ACL hosts name them.
 func clientHost(c *kafka.Conn) string {
@@ -51,7 +81,7 @@ func (n *Node) allowed(c *kafka.Conn, api int16, op kmsg.ACLOperation, typ kmsg.
 		return true
 	}
 	a := action(c, op, typ, name)
-	if n.authorizer().Authorize(n.meta.View().ACLs, a) {
+	if n.authorizer().Authorize(n.aclIndex(), a) {
 		return true
 	}
 	n.audit(api, a)
@@ -63,14 +93,14 @@ func (n *Node) allowed(c *kafka.Conn, api int16, op kmsg.ACLOperation, typ kmsg.
 // either: a principal not seeing what it may not describe is not a
 // refused request.
 func (n *Node) allowedQuiet(c *kafka.Conn, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
-	return !n.cfg.Authorizer || n.authorizer().Authorize(n.meta.View().ACLs, action(c, op, typ, name))
+	return !n.cfg.Authorizer || n.authorizer().Authorize(n.aclIndex(), action(c, op, typ, name))
 }
 
 // allowedAny reports whether c may do op on some resource of typ (Kafka's
 // authorizeByResourceType), without audit: callers fall back to a
 // resource check that audits.
 func (n *Node) allowedAny(c *kafka.Conn, op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
-	return !n.cfg.Authorizer || n.authorizer().AllowedAny(n.meta.View().ACLs, action(c, op, typ, ""))
+	return !n.cfg.Authorizer || n.authorizer().AllowedAny(n.aclIndex(), action(c, op, typ, ""))
 }
 
 // allowedCluster is allowed on the CLUSTER resource.

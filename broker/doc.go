@@ -140,8 +140,8 @@
 // # Authorization
 //
 // With Config.Authorizer, every request is authorized against this
-// node's view of the metadata's ACLs (coordinator.State.ACLs) by
-// package auth's Authorizer, as principal kafka.Conn.Principal
+// node's view of the metadata's ACLs (coordinator.State.ACLs, indexed
+// once per change of them: aclIndex) by package auth's Authorizer, as principal kafka.Conn.Principal
 // (User:ANONYMOUS on PLAINTEXT) from the client's IP. authzRules
 // (authorize_rules.go) holds one rule per routed API key, after Kafka's
 // KafkaApis: a whole-request check (CLUSTER operations, the group, the

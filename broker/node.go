@@ -42,6 +42,7 @@ type Node struct {
 	metrics *metrics
 	cleaner *cleaner // cleaner.go
 	apis    []kafka.APIRange
+	acls    aclCache // the index of the ACLs the authorizer decides by (authorize.go)
 
 	mu       sync.Mutex // guards replicas, offline and closed
 	replicas map[uint64]*replica

@@ -55,12 +55,19 @@ func (s *State) createACLs(c *CreateACLs) Result {
 	if len(c.ACLs) == 0 || len(c.ACLs) > maxACLsPerCommand {
 		return Result{Err: cmdErr(kerr.InvalidRequest, "%d acls in one command: want 1 to %d", len(c.ACLs), maxACLsPerCommand)}
 	}
+	// A new slice, never s.ACLs written in place: the broker indexes a
+	// view's ACLs once per slice (broker/authorize.go).
 	acls := slices.Clone(s.ACLs)
+	held := make(map[auth.ACL]bool, len(acls)+len(c.ACLs))
+	for _, a := range acls {
+		held[a] = true
+	}
 	for _, a := range c.ACLs {
 		if err := CheckACL(a); err != nil {
 			return Result{Err: err}
 		}
-		if !slices.Contains(acls, a) {
+		if !held[a] {
+			held[a] = true
 			acls = append(acls, a)
 		}
 	}
