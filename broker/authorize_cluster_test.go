@@ -50,6 +50,12 @@ type aclCluster struct {
 }
 
 func newACLCluster(t *testing.T, nodes int) *aclCluster {
+	return newACLClusterWith(t, nodes, nil)
+}
+
+// newACLClusterWith is newACLCluster with more users and each node's
+// config changed by more (nil for none).
+func newACLClusterWith(t *testing.T, nodes int, more func(*Config), users ...string) *aclCluster {
 	ac := &aclCluster{sasl: map[uint64]string{}, logs: &syncBuffer{}}
 	ac.testCluster = newTestCluster(t, nodes, func(cfg *Config) {
 		addr := freeAddr(t)
@@ -58,8 +64,11 @@ func newACLCluster(t *testing.T, nodes int) *aclCluster {
 		cfg.Authorizer, cfg.SuperUsers = true, []string{"User:admin"}
 		cfg.AutoCreateTopics = true
 		cfg.Logger = slog.New(slog.NewTextHandler(ac.logs, nil))
+		if more != nil {
+			more(cfg)
+		}
 	})
-	for _, user := range []string{"admin", "alice"} {
+	for _, user := range append([]string{"admin", "alice"}, users...) {
 		cred, err := auth.NewCredential(auth.ScramSHA256, user+"-pw", auth.MinIterations)
 		if err != nil {
 			t.Fatal(err)

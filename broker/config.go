@@ -46,6 +46,17 @@ type Config struct {
 	// Listeners are further Kafka listeners (listeners.go), each with its
 	// own security protocol.
 	Listeners []Listener
+	// InterBrokerListener names the listener of Listeners that this node
+	// sends other brokers its broker-to-broker requests on (Kafka's
+	// inter.broker.listener.name: transaction markers and KIP-890
+	// verifications); empty means the main PLAINTEXT one, as
+	// User:ANONYMOUS. On a SASL listener the node authenticates with
+	// InterBrokerSASL; on a TLS one it presents its SSL certificate and
+	// verifies the other brokers' against SSL.CA (interbroker.go).
+	InterBrokerListener string
+	// InterBrokerSASL is the node's SASL identity on a SASL
+	// InterBrokerListener.
+	InterBrokerSASL SASLIdentity
 	// SASLMechanisms are the mechanisms SASL listeners offer; empty
 	// offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512. Users are the SCRAM
 	// credentials of the metadata (AlterUserScramCredentials); PLAIN
@@ -342,7 +353,10 @@ func (c *Config) Validate() error {
 	if err := c.validateAuthorizer(); err != nil { // authorize.go
 		return err
 	}
-	return c.validateListeners() // listeners.go
+	if err := c.validateListeners(); err != nil { // listeners.go
+		return err
+	}
+	return c.validateInterBroker() // interbroker.go
 }
 
 func (c *Config) advertisedKafka() (string, error) {

@@ -164,9 +164,12 @@
 // type, every one with the authorizer off, as Kafka.
 //
 // Nodes send each other WriteTxnMarkers and KIP-890 verifications over
-// the PLAINTEXT main listener, as User:ANONYMOUS; as in Kafka, that
-// principal needs CLUSTER_ACTION on the cluster: an ACL allowing it from
-// the nodes' hosts (README, "ACLs"), or a --super-users entry.
+// Config.InterBrokerListener (interbroker.go), by default the PLAINTEXT
+// main listener as User:ANONYMOUS; as in Kafka, that principal then
+// needs CLUSTER_ACTION on the cluster: an ACL allowing it from the
+// nodes' hosts (README, "ACLs"). On a SASL inter-broker listener a node
+// authenticates as Config.InterBrokerSASL, on a TLS one with its SSL
+// certificate, so their principal can be a super user instead.
 //
 // # TLS between nodes
 //

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// brokerClients are this node's Kafka clients of other brokers' Kafka
-// listeners, one per address, for the broker-to-broker requests of
+// brokerClients are this node's Kafka clients of other brokers'
+// inter-broker listeners (Config.InterBrokerListener), one per address, for the broker-to-broker requests of
 // transactions: WriteTxnMarkers from a transaction coordinator to
 // partition leaders, and AddPartitionsToTxn v4+ (verify-only) from a
 // partition leader to a transaction coordinator, as Kafka sends them.
@@ -55,8 +55,9 @@ func (n *Node) brokerClient(addr string) (*kgo.Client, error) {
 	if cl := bc.clients[addr]; cl != nil {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("raftq-broker-%d", n.cfg.NodeID)),
-		kgo.DialTimeout(3*time.Second), kgo.RequestRetries(0))
+	opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("raftq-broker-%d", n.cfg.NodeID)),
+		kgo.DialTimeout(3 * time.Second), kgo.RequestRetries(0)}, n.interBrokerOpts()...) // interbroker.go
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("broker client of %s: %w", addr, err)
 	}

@@ -131,7 +131,7 @@ func (n *Node) markerAddr(broker uint64) string {
 		return n.cfg.txnMarkerAddr(broker)
 	}
 	if b := n.meta.View().Brokers[broker]; b != nil {
-		return b.KafkaAddr
+		return n.interBrokerAddr(b)
 	}
 	return ""
 }

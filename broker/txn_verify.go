@@ -83,7 +83,7 @@ func (n *Node) verifyTxnRemote(ctx context.Context, a txns.AddTxn, topic string,
 	rt.Topics = []kmsg.AddPartitionsToTxnRequestTransactionTopic{tt}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{rt}
-	kresp, err := n.brokerRequest(ctx, b.KafkaAddr, req)
+	kresp, err := n.brokerRequest(ctx, n.interBrokerAddr(b), req)
 	if err != nil {
 		n.log.Debug("transaction verification not answered", "transactional_id", a.TransactionalID, "coordinator", leader, "err", err)
 		return kerr.CoordinatorNotAvailable.Code

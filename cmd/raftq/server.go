@@ -25,9 +25,10 @@ type serverFlags struct {
 	brokerConfigs *brokerConfigFlags
 	// shutdownTimeout bounds the leadership drain on SIGTERM (0: none).
 	shutdownTimeout time.Duration
-	join            joinFlags      // server_join.go
-	listeners       *listenerFlags // server_listeners.go
-	nodeTLS         *nodeTLSFlags  // server_peer_tls.go
+	join            joinFlags         // server_join.go
+	listeners       *listenerFlags    // server_listeners.go
+	nodeTLS         *nodeTLSFlags     // server_peer_tls.go
+	interBroker     *interBrokerFlags // server_interbroker.go
 }
 
 const walUsage = "raft log layout: shared (one etcd WAL per node, whose groups share fsyncs) or group (an etcd WAL per raft group)"
@@ -78,6 +79,7 @@ func bindServerFlags(fs *pflag.FlagSet) *serverFlags {
 	bindJoinFlags(fs, f)
 	f.listeners = bindListenerFlags(fs, c)
 	f.nodeTLS = bindNodeTLSFlags(fs, c)
+	f.interBroker = bindInterBrokerFlags(fs, c)
 	bindAuthorizerFlags(fs, c) // server_acl.go
 	bindSSLFlags(fs, c)        // server_tls.go
 	f.brokerConfigs = bindBrokerConfigFlags(fs)
@@ -127,6 +129,11 @@ func (f *serverFlags) config(logger *slog.Logger) (broker.Config, error) {
 	}
 	if f.nodeTLS != nil {
 		if err := f.nodeTLS.apply(&c); err != nil {
+			return c, err
+		}
+	}
+	if f.interBroker != nil {
+		if err := f.interBroker.apply(&c); err != nil {
 			return c, err
 		}
 	}
