@@ -218,9 +218,9 @@
 // it lost, and the first request may land after the producer's next
 // transaction began (it would end that one). Markers without a number
 // (earlier binaries, whose entries must replay as they were applied)
-// are never deduplicated. The ISR rebuild scans read headers only, so
-// a marker after an ISR replica's last checkpoint is not deduplicated
-// after its restart. A retried transactional batch is deduplicated like
+// are never deduplicated. An ISR replica's rebuild (at open, and after
+// a truncation) reads each marker's record back for its number, so a
+// late copy stays a duplicate across a restart too. A retried transactional batch is deduplicated like
 // any idempotent batch, and changes nothing.
 //
 //   - Open transactions: what replaying every batch of the log from the

@@ -121,8 +121,10 @@
 // acknowledge unsynced writes: changed entries, lost and divergent
 // partition batches), ApplyTwice, DropProducerID (a retry appended
 // twice), ServeBeforeCaughtUp (a high watermark that goes back),
-// DiskLiesAboutSync (a partition replica that cannot restart) and
-// SkipCRCChecks (damaged batches served). Store runs raftgroup/storagetest, the
+// DiskLiesAboutSync (a partition replica that cannot restart),
+// SkipCRCChecks (damaged batches served), ISRNoFlush (acknowledged ISR
+// batches lost to successive power losses) and UnnumberedMarkers
+// (a late marker copy ending the producer's next transaction). Store runs raftgroup/storagetest, the
 // Storage contract the real WALs run, so that a verdict resting on it
 // rests on the same promises (a clean Close is a clean stop; Crash is
 // the simulator's own).

@@ -17,7 +17,9 @@ import (
 // record back with franz-go. Each client gives up after 10 s
 // (testdata/python/produce.py). The clients are Debian's python3-kafka and
 // python3-confluent-kafka, which .ci/run installs; a missing one skips.
-// Last, a transactional confluent-kafka producer is refused at once.
+// Last, a transactional confluent-kafka producer commits one
+// transaction and aborts another, and a read_committed confluent
+// consumer sees the committed record only.
 func TestE2E_PythonClientsAutoCreate(t *testing.T) {
 	clients := []struct{ name, module, pkg string }{
 		{"kafka-python", "kafka", "python3-kafka"},
