@@ -210,7 +210,7 @@ func saramaACLs(t *testing.T, sasl string) {
 }
 
 // kafkajsACLs: kafkajs as alice over SCRAM-SHA-256 produces to a and
-// consumes it in group g, and is refused b.
+// consumes it in group g, and is refused b, to produce and to consume.
 func kafkajsACLs(t *testing.T, sasl string) {
 	node, env := kafkajsEnv(t)
 	env = append(env, "RAFTQ_KAFKAJS_SASL=scram-sha-256:alice:alice-pw")
@@ -229,5 +229,12 @@ func kafkajsACLs(t *testing.T, sasl string) {
 	}
 	if err := p.wait(); err == nil || !strings.Contains(p.stderr.String(), "Not authorized to access topics") {
 		t.Errorf("kafkajs produce to b: %v, stderr:\n%s", err, p.stderr.String())
+	}
+	c := startKafkajs(ctx, t, node, env, "consume", sasl, "g", "b", "1")
+	for l := range c.lines {
+		t.Errorf("kafkajs consumed %q from b", l)
+	}
+	if err := c.wait(); err == nil || !strings.Contains(c.stderr.String(), "Not authorized to access topics") {
+		t.Errorf("kafkajs consume of b: %v, stderr:\n%s", err, c.stderr.String())
 	}
 }
