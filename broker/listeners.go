@@ -172,7 +172,7 @@ func (n *Node) saslConfig() *kafka.SASLConfig {
 			if len(key) == 0 {
 				key = fallback[:]
 			}
-			return auth.Lookup{DecoyKey: key, Scram: st.ScramCredential, Shape: st.ScramShape}
+			return auth.Lookup{DecoyKey: key, Scram: st.ScramCredential, Shape: n.scramShapes(st).get}
 		},
 		OnAuth: func(_ *kafka.Conn, mechanism, _ string, err error) { n.metrics.saslAuth(mechanism, err) },
 	}

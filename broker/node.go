@@ -42,7 +42,8 @@ type Node struct {
 	metrics *metrics
 	cleaner *cleaner // cleaner.go
 	apis    []kafka.APIRange
-	acls    aclCache // the index of the ACLs the authorizer decides by (authorize.go)
+	acls    aclCache   // the index of the ACLs the authorizer decides by (authorize.go)
+	shapes  shapeCache // the SASL decoys' shapes (scram_shapes.go)
 
 	mu       sync.Mutex // guards replicas, offline and closed
 	replicas map[uint64]*replica
