@@ -22,7 +22,9 @@ import (
 // them and restarted later), sarama's commits one and aborts one, and then
 // a read_committed consumer sees exactly the committed records, in order,
 // and a read_uncommitted one every record. A second franz-go producer with
-// the same transactional id fences the first.
+// the same transactional id fences the first. Then franz-go's
+// GroupTransactSession runs consume-transform-produce on each mode
+// (e2e_txn_ctp_test.go).
 func TestE2E_Transactions(t *testing.T) {
 	c := e2eCluster(t, 3)
 	for _, mode := range []struct {
@@ -30,6 +32,7 @@ func TestE2E_Transactions(t *testing.T) {
 		tc   topicConfigs
 	}{{"raft", nil}, {"isr", isrTopic}} {
 		t.Run(mode.name, func(t *testing.T) { e2eTransactions(t, c, mode.name, mode.tc) })
+		t.Run(mode.name+"/group-transact-session", func(t *testing.T) { e2eGroupTransactSession(t, c, mode.name, mode.tc) })
 	}
 	checkNoCrashes(t, c)
 }
