@@ -41,12 +41,16 @@ type Lookup struct {
 
 // credential returns user's credential, or the decoy one and false.
 func (l Lookup) credential(user, mechanism string) (Credential, bool) {
+	// The decoy is derived for a known user too, so that the answer to
+	// a known user costs what the answer to an unknown one does
+	// (BenchmarkScram_WrongProof).
+	decoy := l.decoy(user, mechanism)
 	if l.Scram != nil {
 		if c, ok := l.Scram(user, mechanism); ok && c.Check() == nil {
 			return c, true
 		}
 	}
-	return l.decoy(user, mechanism), false
+	return decoy, false
 }
 
 // Shape is what a credential shows before its proof: its mechanism (the

@@ -44,8 +44,9 @@ func (s *plainSession) Step(token []byte) ([]byte, error) {
 // and iterations and compares it in constant time: an unknown user costs
 // what a wrong password does.
 func (s *plainSession) verify(user, pass string) bool {
-	var c Credential
-	known := false
+	// The decoy is derived for a known user too, as in SCRAM, so that
+	// both cost the same.
+	c, known := s.l.decoy(user, Plain), false
 	if s.l.Scram != nil {
 		byMechanism := map[string]Credential{}
 		for _, m := range ScramMechanisms() {
@@ -53,10 +54,9 @@ func (s *plainSession) verify(user, pass string) bool {
 				byMechanism[m] = got
 			}
 		}
-		c, known = plainCredential(byMechanism)
-	}
-	if !known {
-		c = s.l.decoy(user, Plain)
+		if got, ok := plainCredential(byMechanism); ok {
+			c, known = got, true
+		}
 	}
 	hg, _ := hashFor(c.Mechanism)
 	cl, err := hg.NewClientUnprepped("", pass, "")
