@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,13 +38,22 @@ type indexedACLs struct {
 // when they change: the metadata replaces State.ACLs with a new slice on
 // every change (coordinator/acl.go) and never writes one in place, so
 // the same slice means the same ACLs.
+//
+// One request builds it while the others that find it stale wait for
+// that build, rather than each building the same index at once.
 func (n *Node) aclIndex() *auth.ACLIndex {
 	acls := n.meta.View().ACLs
-	if c := n.acls.Load(); c != nil && sameSlice(c.of, acls) {
+	if c := n.acls.p.Load(); c != nil && sameSlice(c.of, acls) {
+		return c.idx
+	}
+	n.acls.build.Lock()
+	defer n.acls.build.Unlock()
+	acls = n.meta.View().ACLs
+	if c := n.acls.p.Load(); c != nil && sameSlice(c.of, acls) {
 		return c.idx
 	}
 	idx := auth.IndexACLs(acls)
-	n.acls.Store(&indexedACLs{of: acls, idx: idx})
+	n.acls.p.Store(&indexedACLs{of: acls, idx: idx})
 	return idx
 }
 
@@ -53,7 +63,10 @@ func sameSlice[T any](a, b []T) bool {
 }
 
 // aclCache holds the node's latest indexedACLs.
-type aclCache = atomic.Pointer[indexedACLs]
+type aclCache struct {
+	p     atomic.Pointer[indexedACLs]
+	build sync.Mutex // held while one request builds the next index
+}
 
 // clientHost is c's remote IP, as Kafka's ACL hosts name them.
 func clientHost(c *kafka.Conn) string {
