@@ -11,7 +11,9 @@ import (
 // shapes are the decoy shapes of one view of the SCRAM users, by
 // mechanism (coordinator.State.ScramShape's answers, worked out once).
 type shapes struct {
-	of uintptr // the ScramUsers map they were worked out from
+	// of is the ScramUsers map they were worked out from, held so that
+	// its address cannot be reused by another map while cached.
+	of map[string]*coordinator.ScramUser
 	by map[string]shape
 }
 
@@ -35,15 +37,19 @@ type shapeCache = atomic.Pointer[shapes]
 // new map on every change (coordinator/scram.go) and never writes one
 // in place, so the same map means the same users.
 func (n *Node) scramShapes(st *coordinator.State) *shapes {
-	of := reflect.ValueOf(st.ScramUsers).Pointer()
-	if c := n.shapes.Load(); c != nil && c.of == of {
+	if c := n.shapes.Load(); c != nil && sameMap(c.of, st.ScramUsers) {
 		return c
 	}
-	c := &shapes{of: of, by: map[string]shape{}}
+	c := &shapes{of: st.ScramUsers, by: map[string]shape{}}
 	for _, m := range []string{auth.Plain, auth.ScramSHA256, auth.ScramSHA512} {
 		s, ok := st.ScramShape(m)
 		c.by[m] = shape{s, ok}
 	}
 	n.shapes.Store(c)
 	return c
+}
+
+// sameMap reports whether a and b are the same map (not merely equal).
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
