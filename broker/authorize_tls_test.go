@@ -22,18 +22,7 @@ import (
 // TOPIC_AUTHORIZATION_FAILED; a certificate for a name no ACL covers is
 // refused a too.
 func TestAuthorizer_CertificatePrincipal(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := tlsfiles.NewCA("test ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := func(cn string, hosts ...string) tlsfiles.Files {
-		f, err := ca.Issue(dir, cn, tlsfiles.Leaf{Subject: pkix.Name{CommonName: cn, OrganizationalUnit: []string{"clients"}}, Hosts: hosts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	issue := clientsCA(t)
 	node := issue("node", "127.0.0.1")
 	mtls := map[uint64]string{}
 	newTestCluster(t, 3, func(cfg *Config) {
@@ -83,5 +72,24 @@ func TestAuthorizer_CertificatePrincipal(t *testing.T) {
 	}
 	if err := client("mallory").ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("a certificate no ACL names, on topic a: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}
+
+// clientsCA makes a throwaway CA and returns what issues its
+// certificates under the test's temp dir, for subject CN=cn,OU=clients
+// (and the hosts given).
+func clientsCA(t *testing.T) func(cn string, hosts ...string) tlsfiles.Files {
+	dir := t.TempDir()
+	ca, err := tlsfiles.NewCA("test ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(cn string, hosts ...string) tlsfiles.Files {
+		t.Helper()
+		f, err := ca.Issue(dir, cn, tlsfiles.Leaf{Subject: pkix.Name{CommonName: cn, OrganizationalUnit: []string{"clients"}}, Hosts: hosts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
 	}
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"crypto/x509/pkix"
 	"strings"
 	"testing"
 	"time"
@@ -72,18 +71,7 @@ func TestAuthorizer_InterBrokerOverSASL(t *testing.T) {
 // whose mapped subject (User:node) is a super user, and verifies the
 // others' against the CA.
 func TestAuthorizer_InterBrokerOverMTLS(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := tlsfiles.NewCA("test ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := func(cn string, hosts ...string) tlsfiles.Files {
-		f, err := ca.Issue(dir, cn, tlsfiles.Leaf{Subject: pkix.Name{CommonName: cn, OrganizationalUnit: []string{"clients"}}, Hosts: hosts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	issue := clientsCA(t)
 	node := issue("node", "127.0.0.1")
 	var seeds []string
 	newTestCluster(t, 3, func(cfg *Config) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/raftq/raftq/broker"
 )
 
 // TestServerFlags_WAL: --wal picks the raft log layout; anything else is a
@@ -31,13 +33,7 @@ func TestServerFlags_WAL(t *testing.T) {
 		{[]string{"--async-writes"}, true, false, true},
 		{[]string{"--wal", "group", "--async-writes=true"}, false, false, true},
 	} {
-		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := bindServerFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfig(t, tc.args)
 		var ue usageError
 		switch {
 		case tc.bad && !errors.As(err, &ue):
@@ -66,13 +62,7 @@ func TestServerFlags_Replication(t *testing.T) {
 		{[]string{"--replica-lag-time-max", "0s"}, 0, 0, false, true},
 		{[]string{"--replica-fetch-wait-max", "-1s"}, 0, 0, false, true},
 	} {
-		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := bindServerFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfig(t, tc.args)
 		var ue usageError
 		switch {
 		case tc.bad && !errors.As(err, &ue):
@@ -115,13 +105,7 @@ func TestServerFlags_BrokerConfigs(t *testing.T) {
 		{[]string{"--override", "log.retention.hours"}, nil, `--override "log.retention.hours": want key=value`},
 		{[]string{"--override", "num.partitions=3"}, nil, "num.partitions is set by raftq's --default-partitions flag"},
 	} {
-		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := bindServerFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfig(t, tc.args)
 		var ue usageError
 		switch {
 		case tc.bad != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tc.bad)):
@@ -149,4 +133,17 @@ func TestParseProperties(t *testing.T) {
 	if _, err := parseProperties("ok=1\nbad=\\u00zz"); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad escape: %v, want an error naming line 2", err)
 	}
+}
+
+// serverConfig is the broker.Config raftq server makes of args, or its
+// refusal; args that do not parse fail the test.
+func serverConfig(t *testing.T, args []string) (broker.Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := bindServerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return f.config(slog.New(slog.DiscardHandler))
 }

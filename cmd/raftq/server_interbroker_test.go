@@ -1,14 +1,10 @@
 package main
 
 import (
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 
 	"github.com/raftq/raftq/broker"
 )
@@ -34,13 +30,7 @@ func TestServerFlags_InterBroker(t *testing.T) {
 		{sasl, broker.SASLIdentity{}, "its SASL mechanism \"\" must be one of"},
 		{[]string{"--inter-broker-listener-name", "NOPE"}, broker.SASLIdentity{}, `"NOPE" is not one of the listeners`},
 	} {
-		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := bindServerFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfig(t, tc.args)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.err)

@@ -2,14 +2,10 @@ package main
 
 import (
 	"errors"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 // TestServerFlags_Join: --seeds joins without an initial cluster and
@@ -36,13 +32,7 @@ func TestServerFlags_Join(t *testing.T) {
 		{[]string{"--metadata-voters", "4"}, nil, "", 0, 0, "metadata voters 4: want 1, 3 or 5"},
 		{[]string{"--seeds", "10.0.0.1:9093", "--advertise-peer-addr", "0.0.0.0:9093"}, nil, "", 0, 0, "not a host:port other nodes can dial"},
 	} {
-		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := bindServerFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfig(t, tc.args)
 		var ue usageError
 		switch {
 		case tc.bad != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tc.bad)):

@@ -2,12 +2,8 @@ package main
 
 import (
 	"errors"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 // TestServerFlags_NodeTLS: the --peer-tls-* and --admin-tls-* flags reach
@@ -37,13 +33,7 @@ func TestServerFlags_NodeTLS(t *testing.T) {
 		{admin[:2], "must be given together", false, false, false},
 		{[]string{"--admin-tls-ca-file", "ca.crt"}, "without --admin-tls-cert-file", false, false, false},
 	} {
-		fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f := bindServerFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.config(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfig(t, tc.args)
 		var ue usageError
 		switch {
 		case tc.bad != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tc.bad)):
