@@ -76,6 +76,7 @@ func allExist(paths ...string) bool {
 
 // configure adds node i's SSL and SASL_SSL listeners to c; client
 // certificates are requested, so clients with and without one connect.
+// The peer transport requires the node certificate of the dev CA.
 func (d *devTLS) configure(c *broker.Config, i int) {
 	if d == nil {
 		return
@@ -89,6 +90,7 @@ func (d *devTLS) configure(c *broker.Config, i int) {
 		broker.Listener{Name: devTLSListener, Addr: fmt.Sprintf("127.0.0.1:%d", ssl), Protocol: broker.ProtocolSSL},
 		broker.Listener{Name: devSASLSSLListener, Addr: fmt.Sprintf("127.0.0.1:%d", sasl), Protocol: broker.ProtocolSASLSSL})
 	c.SSL, c.SSLClientAuth = d.node, broker.SSLClientAuthRequested
+	c.PeerTLS = d.node // the nodes' raft traffic under mutual TLS too, from the same CA
 }
 
 // bootstrapUser sets the dev user's SCRAM credentials through the
@@ -167,7 +169,7 @@ func (b devBanner) tlsBanner() string {
 	bootstrap := strings.Join(b.tlsKafka, ",")
 	ca, cl := b.tls.node.CA, b.tls.client
 	return fmt.Sprintf(`
-TLS: an SSL listener on every node (client certificates requested, not required; CA and certificates in %[1]s)
+TLS: an SSL listener on every node (client certificates requested, not required; CA and certificates in %[1]s); the nodes talk to each other under mutual TLS
   ssl bootstrap       %[2]s
   %[3]s topic list --brokers %[2]s --tls-ca-file %[4]s
   echo hello | %[3]s produce demo --brokers %[2]s --tls-ca-file %[4]s

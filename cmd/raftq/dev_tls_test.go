@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -47,7 +49,8 @@ func TestDevBanner_TLS(t *testing.T) {
 // client certificate) and list topics over SASL_SSL as the dev user;
 // kcat lists metadata over both with the printed settings; a client not
 // trusting the dev CA is refused; and a second run on the same data dir
-// reuses the certificates and the user.
+// reuses the certificates and the user. The peer port serves mutual
+// TLS from the same CA.
 func TestDev_TLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev node; skipped with -short")
@@ -79,6 +82,7 @@ func TestDev_TLS(t *testing.T) {
 	if out := cli(t, 0, "", append([]string{"topic", "list", "--brokers", sasl}, saslFlags...)...); !strings.Contains(out.stdout, "demo") {
 		t.Errorf("topic list over SASL_SSL:\n%s", out.stdout)
 	}
+	checkPeerTLS(t, fmt.Sprintf("127.0.0.1:%d", base+100), ca)
 	if refused := cliPromptly(t, 1, "", "topic", "list", "--brokers", ssl, "--tls"); !strings.Contains(refused.stderr, "certificate") {
 		t.Errorf("a client not trusting the dev CA: stderr %q, want a certificate error", refused.stderr)
 	}
@@ -125,4 +129,24 @@ func portFree(port int) bool {
 	}
 	l.Close()
 	return true
+}
+
+// checkPeerTLS: the node's peer port at addr serves TLS with the dev
+// CA's node certificate.
+func checkPeerTLS(t *testing.T, addr, caFile string) {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("TLS to the peer port %s: %v", addr, err)
+	}
+	defer conn.Close()
+	if got := conn.ConnectionState().PeerCertificates[0].Subject.CommonName; got != "raftq-dev-node" {
+		t.Errorf("the peer port presents %q, want the dev node certificate", got)
+	}
 }
