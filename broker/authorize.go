@@ -3,8 +3,6 @@ package broker
 import (
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -27,45 +25,10 @@ func (n *Node) authorizer() *auth.Authorizer {
 	return &auth.Authorizer{SuperUsers: n.cfg.SuperUsers, AllowEveryoneIfNoACLFound: n.cfg.AllowEveryoneIfNoACLFound}
 }
 
-// indexedACLs is an index of the metadata's ACLs and the slice it was
-// built from.
-type indexedACLs struct {
-	of  []auth.ACL
-	idx *auth.ACLIndex
-}
-
 // aclIndex is the index of the node's view of the ACLs, built again only
-// when they change: the metadata replaces State.ACLs with a new slice on
-// every change (coordinator/acl.go) and never writes one in place, so
-// the same slice means the same ACLs.
-//
-// One request builds it while the others that find it stale wait for
-// that build, rather than each building the same index at once.
+// when they change (derived.go).
 func (n *Node) aclIndex() *auth.ACLIndex {
-	acls := n.meta.View().ACLs
-	if c := n.acls.p.Load(); c != nil && sameSlice(c.of, acls) {
-		return c.idx
-	}
-	n.acls.build.Lock()
-	defer n.acls.build.Unlock()
-	acls = n.meta.View().ACLs
-	if c := n.acls.p.Load(); c != nil && sameSlice(c.of, acls) {
-		return c.idx
-	}
-	idx := auth.IndexACLs(acls)
-	n.acls.p.Store(&indexedACLs{of: acls, idx: idx})
-	return idx
-}
-
-// sameSlice reports whether a and b are the same slice of one array.
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// aclCache holds the node's latest indexedACLs.
-type aclCache struct {
-	p     atomic.Pointer[indexedACLs]
-	build sync.Mutex // held while one request builds the next index
+	return n.acls.get(n.meta.View().ACLs, sameSlice, auth.IndexACLs)
 }
 
 // clientHost is c's remote IP, as Kafka's ACL hosts name them.

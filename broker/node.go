@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/raftq/raftq/auth"
 	"github.com/raftq/raftq/coordinator"
 	"github.com/raftq/raftq/internal/logging"
 	"github.com/raftq/raftq/raftgroup"
@@ -42,8 +43,8 @@ type Node struct {
 	metrics *metrics
 	cleaner *cleaner // cleaner.go
 	apis    []kafka.APIRange
-	acls    aclCache   // the index of the ACLs the authorizer decides by (authorize.go)
-	shapes  shapeCache // the SASL decoys' shapes (scram_shapes.go)
+	acls    derived[[]auth.ACL, *auth.ACLIndex]                // the index the authorizer decides by (authorize.go)
+	shapes  derived[map[string]*coordinator.ScramUser, shapes] // the SASL decoys' shapes (scram_shapes.go)
 
 	mu       sync.Mutex // guards replicas, offline and closed
 	replicas map[uint64]*replica

@@ -34,7 +34,7 @@ func TestNode_DecoyShapesFollowUsers(t *testing.T) {
 			s, ok := shapeOf()
 			return ok && s.Iterations == int(iters)
 		})
-		if st := n.meta.View(); n.scramShapes(st) != n.scramShapes(st) {
+		if st := n.meta.View(); !sameMap(n.scramShapes(st), n.scramShapes(st)) {
 			t.Error("one view of the users worked its shapes out twice")
 		}
 	}
