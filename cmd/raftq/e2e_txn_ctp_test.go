@@ -107,24 +107,25 @@ func checkGroupAtEnds(ctx context.Context, t *testing.T, c *chaos.Cluster, group
 	if err != nil || ends.Error() != nil {
 		t.Fatalf("end offsets of %s: %v %v", topic, err, ends.Error())
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		offs, err := adm.FetchOffsets(ctx, group)
-		var diff []string
-		if err != nil {
-			diff = append(diff, err.Error())
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last look: %s", last)
 		}
+	}()
+	waitFor(t, 30*time.Second, group+"'s offsets of "+topic+" at its ends", func(ctx context.Context) bool {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		var diff []string
 		ends.Each(func(e kadm.ListedOffset) {
-			if o, ok := offs.Lookup(topic, e.Partition); err == nil && (!ok || o.At != e.Offset) {
+			if o, ok := offs.Lookup(topic, e.Partition); !ok || o.At != e.Offset {
 				diff = append(diff, fmt.Sprintf("partition %d at %d, end %d", e.Partition, o.At, e.Offset))
 			}
 		})
-		if len(diff) == 0 {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s's offsets of %s not at its ends: %s", group, topic, strings.Join(diff, "; "))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		last = strings.Join(diff, "; ")
+		return len(diff) == 0
+	})
 }
